@@ -1,0 +1,1 @@
+"""Curation: sources, connectors, episodes, claims, entities, trust tiers, outbox, graph."""

@@ -1,0 +1,1 @@
+"""Curation persistence: sources, episodes, entities, claims, evidence, outbox (later issues)."""

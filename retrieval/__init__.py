@@ -1,0 +1,1 @@
+"""Retrieval: embeddings, the three-stage search, feedback, calibration, evaluation."""

@@ -1,0 +1,1 @@
+"""Retrieval persistence: search index projection, hits, feedback, weight sets (later issues)."""

@@ -1,0 +1,1 @@
+"""Ports of the retrieval app (Embedder, Reranker arrive with the search issue)."""

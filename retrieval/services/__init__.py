@@ -1,0 +1,1 @@
+"""Use cases: plain functions taking ports as arguments."""

@@ -1,0 +1,1 @@
+"""Tenants: scopes and group ids, memberships and roles, API keys, identity, RLS plumbing."""

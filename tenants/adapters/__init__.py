@@ -1,0 +1,1 @@
+"""Adapters: the only place this app touches infrastructure libraries."""

@@ -1,0 +1,1 @@
+"""Pure domain rules and math: standard library only, no Django."""

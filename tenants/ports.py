@@ -1,0 +1,1 @@
+"""Ports of the tenants app (token verification arrives with the identity issue)."""

@@ -1,0 +1,98 @@
+"""Shared fixtures: the test database is built by the owner role, tests run as the app role."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import dj_database_url
+import pytest
+from django.conf import settings
+from django.db import connections
+from psycopg import sql
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    django_db_setup: None, django_db_blocker: pytest.FixtureRequest
+) -> Iterator[None]:
+    """After pytest-django created and migrated the test DB as the owner, switch to the app role.
+
+    Every test then talks to Postgres exactly as web, worker and beat do: as a role that
+    is neither superuser nor BYPASSRLS and owns nothing.
+    """
+    app = dj_database_url.parse(os.environ["DATABASE_URL"])
+    connection = connections["default"]
+    with django_db_blocker.unblock(), connection.cursor() as cursor:  # type: ignore[attr-defined]
+        # Test-only: pytest-django empties tables between transactional tests with TRUNCATE.
+        cursor.execute(
+            sql.SQL("GRANT TRUNCATE ON ALL TABLES IN SCHEMA public TO {}")
+            .format(sql.Identifier(settings.VERA_DB_APP_ROLE))
+            .as_string(cursor.cursor)
+        )
+    connection.close()
+    owner = {key: connection.settings_dict[key] for key in ("USER", "PASSWORD")}
+    connection.settings_dict.update(USER=app["USER"], PASSWORD=app["PASSWORD"])
+    yield
+    connection.close()
+    connection.settings_dict.update(owner)  # dropping the test DB is the owner's job
+
+
+@pytest.fixture
+def app_database_url() -> str:
+    """DATABASE_URL for a child process (worker, server) that must use the test database."""
+    app = dj_database_url.parse(os.environ["DATABASE_URL"])
+    name = connections["default"].settings_dict["NAME"]
+    return f"postgres://{app['USER']}:{app['PASSWORD']}@{app['HOST']}:{app['PORT']}/{name}"
+
+
+def _chromium() -> str | None:
+    return os.environ.get("VERA_CHROMIUM") or shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium driven by Playwright (never a downloaded browser build)."""
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("Chromium is not installed (make test installs it with apt-get as root)")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the tests
+    # make around it are ordinary synchronous calls, so Django's guard does not apply.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A fresh browser context per test; a screenshot is kept in test-artifacts/."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()

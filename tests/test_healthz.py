@@ -1,0 +1,87 @@
+"""/healthz: Postgres, Redis and the graph, with latency; 503 naming what is down."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+def _closed_port() -> int:
+    # Bind then release: nothing listens there for the duration of the test.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_healthz_is_green_without_authentication(client: Client) -> None:
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 200
+    assert body["status"] == "ok"
+    assert body["failing"] == []
+    assert set(body["checks"]) == {"postgres", "redis", "graph"}
+    for check in body["checks"].values():
+        assert check["ok"] is True
+        assert check["latency_ms"] >= 0
+    assert body["checks"]["graph"]["backend"] == "falkordb"
+
+
+def test_healthz_is_503_naming_redis_when_redis_is_down(client: Client, settings) -> None:
+    settings.REDIS_URL = f"redis://127.0.0.1:{_closed_port()}/0"
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 503
+    assert body["failing"] == ["redis"]
+    assert body["checks"]["redis"] == {
+        "ok": False,
+        "latency_ms": body["checks"]["redis"]["latency_ms"],
+        "error": "ConnectionError",
+    }
+
+
+def test_healthz_is_503_naming_the_graph_when_falkordb_is_down(client: Client, settings) -> None:
+    settings.VERA_MEMORY__FALKORDB_URL = f"redis://127.0.0.1:{_closed_port()}/0"
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["failing"] == ["graph"]
+
+
+def test_healthz_is_503_when_the_graph_backend_is_misconfigured(client: Client, settings) -> None:
+    settings.VERA_MEMORY__GRAPH_BACKEND = "neo4j"
+    settings.VERA_NEO4J_URI = ""
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["graph"]["error"] == "ImproperlyConfigured"
+
+
+def test_healthz_is_503_naming_postgres_when_the_database_is_unreachable(
+    client: Client, settings
+) -> None:
+    from django.db import connections
+
+    connection = connections["default"]
+    saved = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = _closed_port()
+    try:
+        response = client.get("/healthz")
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = saved
+    assert response.status_code == 503
+    assert response.json()["failing"] == ["postgres"]
+
+
+def test_healthz_refuses_writes(client: Client) -> None:
+    assert client.post("/healthz").status_code == 405
+
+
+def test_healthz_errors_do_not_leak_connection_details(client: Client, settings) -> None:
+    settings.REDIS_URL = f"redis://:hunter2@127.0.0.1:{_closed_port()}/0"
+    body = client.get("/healthz").content.decode()
+    assert "hunter2" not in body
+    assert "127.0.0.1" not in body

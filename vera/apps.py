@@ -1,0 +1,19 @@
+"""The project's own app: health checks, database role grants, project commands."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+class VeraConfig(AppConfig):
+    """Registers the post-migrate grant of table privileges to the application role."""
+
+    name = "vera"
+    label = "vera"
+    verbose_name = "VERA"
+
+    def ready(self) -> None:
+        from .db import grant_app_role
+
+        post_migrate.connect(grant_app_role, dispatch_uid="vera.grant_app_role")

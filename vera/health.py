@@ -1,0 +1,65 @@
+"""Readiness checks of the components VERA cannot work without."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from django.db import connection
+
+from . import wiring
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ComponentHealth:
+    """One component's answer: reachable or not, how fast, and why not."""
+
+    ok: bool
+    latency_ms: float
+    error: str | None = None
+    backend: str | None = None
+
+
+def _timed(name: str, probe: Callable[[], str | None]) -> ComponentHealth:
+    started = time.perf_counter()
+    try:
+        backend = probe()
+    except Exception as error:
+        elapsed = (time.perf_counter() - started) * 1000
+        # The public answer names the failure class only; details go to the log.
+        logger.warning("health check %s failed: %r", name, error)
+        return ComponentHealth(ok=False, latency_ms=round(elapsed, 2), error=type(error).__name__)
+    elapsed = (time.perf_counter() - started) * 1000
+    return ComponentHealth(ok=True, latency_ms=round(elapsed, 2), backend=backend)
+
+
+def _postgres() -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return None
+
+
+def _redis() -> str | None:
+    wiring.redis_client().ping()
+    return None
+
+
+def _graph() -> str | None:
+    graph = wiring.graph()
+    graph.ping()
+    return graph.backend
+
+
+def check_all() -> dict[str, dict[str, object]]:
+    """Probe Postgres, Redis and the graph; each result says ok, latency and error."""
+    checks = {"postgres": _postgres, "redis": _redis, "graph": _graph}
+    report = {}
+    for name, probe in checks.items():
+        result = asdict(_timed(name, probe))
+        report[name] = {key: value for key, value in result.items() if value is not None}
+    return report

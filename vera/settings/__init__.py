@@ -1,0 +1,1 @@
+"""Settings tree: base (shared, from the environment) -> local / test / production."""

@@ -1,0 +1,171 @@
+"""Settings shared by every environment. All values come from environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from .env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+# Safe defaults: production.py demands a real key and DEBUG stays off unless asked for.
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
+DEBUG = env_bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", default=[])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "pgtrigger",
+    "django_htmx",
+    "template_partials",
+    "allauth",
+    "allauth.account",
+    "vera.apps.VeraConfig",
+    "tenants.apps.TenantsConfig",
+    "curation.apps.CurationConfig",
+    "retrieval.apps.RetrievalConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "vera.urls"
+WSGI_APPLICATION = "vera.wsgi.application"
+ASGI_APPLICATION = "vera.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- PostgreSQL -----------------------------------------------------------------
+# DATABASE_URL is the *application* role: not superuser, not BYPASSRLS, owns nothing.
+# Migrations run with DATABASE_URL set to the owner role's URL (see README).
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", "postgres://vera_app@127.0.0.1:5432/vera"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", default=60),
+        conn_health_checks=True,
+    )
+}
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int(
+    "DATABASE_CONNECT_TIMEOUT", default=5
+)
+# The role that web, worker and beat connect as; post-migrate grants it table access.
+VERA_DB_APP_ROLE = env_str("VERA_DB_APP_ROLE", "vera_app")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis / Valkey: Celery broker, cache, rate limits ------------------------------
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("VERA_CACHE_URL", REDIS_URL),
+        "KEY_PREFIX": "vera:cache",
+        "TIMEOUT": 300,
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+    }
+}
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL)
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", default=15 * 60)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    # Beat's liveness: a cheap task every minute proves broker -> worker -> Postgres/Redis/graph.
+    "vera-health-every-minute": {"task": "vera.check_health", "schedule": 60.0},
+}
+
+# --- Graph projection (rebuildable from Postgres + object store) ---------------------
+VERA_MEMORY__GRAPH_BACKEND = env_str("VERA_MEMORY__GRAPH_BACKEND", "neo4j")
+VERA_MEMORY__GRAPH_NAME = env_str("VERA_MEMORY__GRAPH_NAME", "vera")
+VERA_MEMORY__FALKORDB_URL = env_str("VERA_MEMORY__FALKORDB_URL", REDIS_URL)
+VERA_NEO4J_URI = env_str("VERA_NEO4J_URI", "")
+VERA_NEO4J_USER = env_str("VERA_NEO4J_USER", "neo4j")
+VERA_NEO4J_PASSWORD = env_str("VERA_NEO4J_PASSWORD", "")
+VERA_NEO4J_DATABASE = env_str("VERA_NEO4J_DATABASE", "neo4j")
+
+# --- Object store for raw artifacts --------------------------------------------------
+VERA_OBJECT_STORE__BACKEND = env_str("VERA_OBJECT_STORE__BACKEND", "local")
+VERA_OBJECT_STORE__ROOT = env_str("VERA_OBJECT_STORE__ROOT", str(BASE_DIR / "var" / "objects"))
+VERA_OBJECT_STORE__BUCKET = env_str("VERA_OBJECT_STORE__BUCKET", "vera-artifacts")
+VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
+
+# --- Auth -------------------------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+# Accounts are provisioned by admins or SSO, never by self sign-up.
+ACCOUNT_ADAPTER = "tenants.adapters.allauth.InviteOnlyAccountAdapter"
+LOGIN_REDIRECT_URL = "/"
+LOGIN_URL = "/accounts/login/"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+SPECTACULAR_SETTINGS = {"TITLE": "VERA API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}
+
+# --- i18n, static -------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("VERA_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

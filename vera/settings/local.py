@@ -1,0 +1,20 @@
+"""Developer machine: `make run`. DEBUG on, embedded servers, FalkorDB graph."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("VERA_MEMORY__GRAPH_BACKEND", "falkordb")
+
+from .base import *  # noqa: F403
+from .env import env_bool, env_list, env_str
+
+DEBUG = env_bool("DJANGO_DEBUG", default=True)
+# A fixed key is fine on a developer's loopback-only server; production.py refuses it.
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "django-insecure-local-development-only")
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+
+# Static files come straight from the finders; there is no collectstatic output here.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

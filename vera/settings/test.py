@@ -1,0 +1,45 @@
+"""pytest: the embedded test-profile servers; setup as the owner role, tests as the app role."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("VERA_MEMORY__GRAPH_BACKEND", "falkordb")
+os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_test")
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+if "DATABASE_URL" not in os.environ:
+    raise ImproperlyConfigured(
+        "The tests need the test-profile servers: run `make test`, or first "
+        '`eval "$(bin/vera services start --profile test --print-env)"` then pytest.'
+    )
+
+from .base import *  # noqa: F403
+from .base import BASE_DIR, DATABASES
+from .env import env_str
+
+SECRET_KEY = "django-insecure-test-only"  # noqa: S105
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# pytest-django creates and migrates the test database as the owner role (it needs
+# CREATEDB and owns the tables); tests/conftest.py then reconnects as the app role.
+_owner_url = env_str("DATABASE_OWNER_URL", "")
+if _owner_url:
+    DATABASES["default"].update(
+        {
+            key: value
+            for key, value in dj_database_url.parse(_owner_url).items()
+            if key in {"USER", "PASSWORD", "HOST", "PORT", "NAME"}
+        }
+    )
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+VERA_OBJECT_STORE__ROOT = str(BASE_DIR / ".devservices" / "test" / "objects")
+
+# Static files come straight from the finders; there is no collectstatic output here.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

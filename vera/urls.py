@@ -1,0 +1,17 @@
+"""URL configuration."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from . import views
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
+    path("", views.home, name="home"),
+    path("accounts/", include("allauth.urls")),
+    path("admin/", admin.site.urls),
+    path("api/v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
+]
