@@ -29,12 +29,16 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PORTS = {"dev": (54320, 63790), "test": (54330, 63800)}
+# The test profile's ports move with the checkout's path, so two clones on one machine
+# (a working tree and a fresh-clone check, say) can run their suites side by side.
+_CHECKOUT = zlib.crc32(str(ROOT).encode()) % 1000
+DEFAULT_PORTS = {"dev": (54320, 63790), "test": (55000 + _CHECKOUT, 64000 + _CHECKOUT)}
 DB_NAME = "vera"
 OWNER_ROLE = "vera_owner"
 APP_ROLE = "vera_app"
