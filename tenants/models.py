@@ -1,7 +1,8 @@
-"""Tenancy persistence: scopes (group ids) and memberships."""
+"""Tenancy persistence: scopes (group ids), memberships, API keys, the audit trail."""
 
 from __future__ import annotations
 
+import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -57,3 +58,84 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {Role(self.role).name.lower()} on {self.scope}"
+
+
+class ApiKey(models.Model):
+    """A machine credential: public prefix + SHA-256 of a 256-bit secret, never the secret."""
+
+    prefix = models.CharField(max_length=8, unique=True, editable=False)
+    secret_hash = models.CharField(max_length=64, editable=False)
+    name = models.CharField(max_length=100)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="api_keys")
+    # The scope's group id, denormalised so row-level security can filter this table.
+    group_id = models.CharField(max_length=40, editable=False)
+    role_ceiling = models.PositiveSmallIntegerField(
+        choices=[(r.value, r.name.title()) for r in Role]
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    rotated_from = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="rotated_to"
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(role_ceiling__in=[r.value for r in Role]), name="apikey_role_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(secret_hash__regex=r"^[0-9a-f]{64}$"),  # noqa: S106 - a pattern
+                name="apikey_hash_is_sha256",
+            ),
+        ]
+        indexes = [models.Index(fields=["group_id"], name="apikey_group_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.name} (vera_{self.prefix}_…)"
+
+    @property
+    def display(self) -> str:
+        """What may be shown of a key after creation: its public prefix."""
+        return f"vera_{self.prefix}_…"
+
+
+class AuditEvent(models.Model):
+    """Append-only record of security-relevant actions (sign-ins, keys, roles, reviews)."""
+
+    group_id = models.CharField(max_length=40)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        # The trail outlives deleted users: no FK constraint, no cascade, no SET NULL
+        # (the append-only trigger would refuse the update anyway).
+        on_delete=models.DO_NOTHING,
+        related_name="+",
+        db_constraint=False,
+    )
+    actor_label = models.CharField(max_length=200)
+    action = models.CharField(max_length=64)
+    target_type = models.CharField(max_length=64, blank=True)
+    target_id = models.CharField(max_length=64, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["group_id", "-created_at"], name="audit_group_time_idx")]
+        triggers = [
+            pgtrigger.Protect(
+                name="audit_event_append_only", operation=pgtrigger.Update | pgtrigger.Delete
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_label} {self.action}"

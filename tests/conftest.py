@@ -17,6 +17,8 @@ from psycopg import sql
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
+    from tests.tenancy import Tenant
+
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
@@ -96,3 +98,17 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
+
+
+@pytest.fixture
+def tenant_a(db: None) -> Tenant:
+    from tests.tenancy import make_tenant
+
+    return make_tenant("Acme")
+
+
+@pytest.fixture
+def tenant_b(db: None) -> Tenant:
+    from tests.tenancy import make_tenant
+
+    return make_tenant("Globex")

@@ -8,9 +8,12 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from tenants.middleware import tenant_exempt
+
 from .health import check_all
 
 
+@tenant_exempt  # must answer 503, not 500, when Postgres is down
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -31,6 +32,8 @@ INSTALLED_APPS = [
     "template_partials",
     "allauth",
     "allauth.account",
+    "allauth.mfa",
+    "mozilla_django_oidc",
     "vera.apps.VeraConfig",
     "tenants.apps.TenantsConfig",
     "curation.apps.CurationConfig",
@@ -48,6 +51,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    # Last: every view runs in a transaction with the caller's RLS groups set.
+    "tenants.middleware.TenantContextMiddleware",
 ]
 
 ROOT_URLCONF = "vera.urls"
@@ -88,10 +93,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis / Valkey: Celery broker, cache, rate limits ------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# The cache gets its own database so that clearing it never touches the broker or graph.
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": env_str("VERA_CACHE_URL", REDIS_URL),
+        "LOCATION": env_str("VERA_CACHE_URL", re.sub(r"(/\d+)?$", "/1", REDIS_URL, count=1)),
         "KEY_PREFIX": "vera:cache",
         "TIMEOUT": 300,
         "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
@@ -146,9 +152,43 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = "VERA"
+
+# --- Single sign-on (OpenID Connect), enabled by OIDC_RP_CLIENT_ID ----------------------
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+# A PEM public key instead of a live JWKS, for providers that publish a fixed key.
+OIDC_RP_IDP_SIGN_KEY = env_str("OIDC_RP_IDP_SIGN_KEY", "") or None
+OIDC_RP_SCOPES = "openid email profile"
+# Bearer access tokens for the REST API: issuer and audience they must carry.
+VERA_OIDC_ISSUER = env_str("VERA_OIDC_ISSUER", "")
+VERA_OIDC_AUDIENCE = env_str("VERA_OIDC_AUDIENCE", "")
+# Just-in-time provisioning: new SSO users join this organisation (group id) as viewers.
+VERA_OIDC_ORGANISATION = env_str("VERA_OIDC_ORGANISATION", "")
+VERA_OIDC_DEFAULT_ROLE = env_str("VERA_OIDC_DEFAULT_ROLE", "viewer")
+if OIDC_RP_CLIENT_ID:
+    AUTHENTICATION_BACKENDS.append("tenants.adapters.oidc.VeraOIDCBackend")
+
+# Failed API authentications per client before 429, and the window they count in.
+VERA_AUTH_FAILURE_LIMIT = env_int("VERA_AUTH_FAILURE_LIMIT", default=10)
+VERA_AUTH_FAILURE_WINDOW_S = env_int("VERA_AUTH_FAILURE_WINDOW_S", default=300)
+
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "tenants.api.authentication.ApiKeyAuthentication",
+        "tenants.api.oidc.OIDCBearerAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {"TITLE": "VERA API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}
 

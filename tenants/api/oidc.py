@@ -1,0 +1,50 @@
+"""DRF authentication with OIDC bearer access tokens (`Authorization: Bearer <JWT>`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+
+from tenants import rls
+from tenants.adapters.oidc import InvalidAccessToken, user_for_claims, verify_access_token
+from tenants.api.authentication import INVALID, FailureLimiter, bearer_token, client_ip
+from tenants.domain.access import Principal
+from tenants.selectors import principal_for_user
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractUser
+
+
+class OIDCBearerAuthentication(BaseAuthentication):
+    """Access tokens from the configured provider; `vera_` API keys are left to their class.
+
+    Active only when VERA_OIDC_ISSUER is set. Failures count towards the same per-client
+    limit and answer with the same body as a bad API key.
+    """
+
+    def authenticate(self, request: Request) -> tuple[AbstractUser, Principal] | None:
+        if not settings.VERA_OIDC_ISSUER:
+            return None
+        token = bearer_token(request)
+        if token is None or token.startswith("vera_"):
+            return None
+        limiter = FailureLimiter()
+        ip = client_ip(request)
+        limiter.check(ip)
+        try:
+            user = user_for_claims(verify_access_token(token))
+        except InvalidAccessToken:
+            user = None
+        if user is None or not user.is_active:
+            limiter.record_failure(ip)
+            raise AuthenticationFailed(INVALID)
+        principal = principal_for_user(user.pk, label=f"oidc:{user.get_username()}")
+        rls.activate(principal)
+        return user, principal
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="vera"'

@@ -1,0 +1,61 @@
+"""Per-request tenancy: one transaction per request with the caller's groups set in Postgres."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
+
+from tenants import rls
+from tenants.domain.access import ANONYMOUS, Principal
+from tenants.selectors import principal_for_user
+
+
+def tenant_exempt(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Mark a view that must answer without a database transaction (e.g. /healthz)."""
+    view.tenant_exempt = True  # type: ignore[attr-defined]
+    return view
+
+
+def _exempt(request: HttpRequest) -> bool:
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        return False
+    return bool(getattr(match.func, "tenant_exempt", False))
+
+
+def request_principal(request: HttpRequest) -> Principal:
+    """The session user's principal, computed once per request."""
+    cached = getattr(request, "_vera_principal", None)
+    if cached is not None:
+        return cached
+    user = request.user
+    principal = (
+        principal_for_user(user.pk, label=f"user:{user.get_username()}")
+        if user.is_authenticated
+        else ANONYMOUS
+    )
+    request._vera_principal = principal  # type: ignore[attr-defined]
+    return principal
+
+
+class TenantContextMiddleware:
+    """Runs each request in a transaction whose RLS setting is the session user's groups.
+
+    DRF authentication (API keys, OIDC bearer tokens) later re-activates the setting
+    for the principal it authenticated, inside the same transaction. The setting is
+    transaction-local, so nothing survives into the next request on this connection.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if _exempt(request):
+            return self.get_response(request)
+        # tenant_context restores the previous setting on exit, so even a request
+        # nested in an outer transaction (tests, management code) leaves nothing behind.
+        with rls.tenant_context(request_principal(request)):
+            return self.get_response(request)

@@ -1,0 +1,123 @@
+"""Row-level security plumbing: the one place that tells Postgres whose rows are visible.
+
+Every knowledge table carries `group_id`; `enable_rls()` (used in migrations) turns
+on *forced* row-level security with a policy that admits only the group ids in the
+transaction-local setting `vera.group_ids`. No setting means no rows.
+
+At run time the setting is written only here, by:
+- `activate()`: the request's own transaction (middleware, DRF authentication);
+- `tenant_context()`: a block of its own (Celery tasks, management commands, services
+  that act for a principal other than the request's).
+Both use `set_config(..., is_local => true)`, so the value dies with the transaction
+and a persistent connection carries nothing into the next request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import connections, migrations, transaction
+
+from tenants.domain.access import Principal
+
+GROUPS_SETTING = "vera.group_ids"
+KEY_LOOKUP_SETTING = "vera.api_key_prefix"
+
+ALLOWED_GROUPS_FUNCTION = """
+CREATE OR REPLACE FUNCTION vera_allowed_groups() RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(
+        string_to_array(nullif(current_setting('vera.group_ids', true), ''), ','),
+        '{}'::text[]
+    )
+$$;
+"""
+
+
+def install_function() -> migrations.RunSQL:
+    """Migration operation creating `vera_allowed_groups()`, which every policy uses."""
+    return migrations.RunSQL(
+        ALLOWED_GROUPS_FUNCTION, reverse_sql="DROP FUNCTION IF EXISTS vera_allowed_groups()"
+    )
+
+
+def enable_rls(table: str, *, also_visible_when: str | None = None) -> migrations.RunSQL:
+    """Migration operation: enable and FORCE RLS on `table`, policy on the allowed groups.
+
+    `also_visible_when` widens visibility (never writes) with one more SQL condition,
+    e.g. the API-key prefix lookup that happens before a principal exists.
+    """
+    # `(SELECT ...)` makes the planner evaluate the setting once per statement.
+    allowed = "group_id = ANY ((SELECT vera_allowed_groups())::text[])"
+    using = f"{allowed} OR ({also_visible_when})" if also_visible_when else allowed
+    forward = f"""
+        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+        CREATE POLICY {table}_tenant_read ON {table} FOR SELECT USING ({using});
+        CREATE POLICY {table}_tenant_insert ON {table} FOR INSERT WITH CHECK ({allowed});
+        CREATE POLICY {table}_tenant_update ON {table} FOR UPDATE
+            USING ({using}) WITH CHECK ({allowed});
+        CREATE POLICY {table}_tenant_delete ON {table} FOR DELETE USING ({allowed});
+    """
+    reverse = f"""
+        DROP POLICY IF EXISTS {table}_tenant_read ON {table};
+        DROP POLICY IF EXISTS {table}_tenant_insert ON {table};
+        DROP POLICY IF EXISTS {table}_tenant_update ON {table};
+        DROP POLICY IF EXISTS {table}_tenant_delete ON {table};
+        ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY;
+        ALTER TABLE {table} DISABLE ROW LEVEL SECURITY;
+    """
+    return migrations.RunSQL(forward, reverse_sql=reverse)
+
+
+def _set(setting: str, value: str, *, using: str) -> None:
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT set_config(%s, %s, true)", [setting, value])
+
+
+def _get(setting: str, *, using: str) -> str:
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT coalesce(current_setting(%s, true), '')", [setting])
+        row = cursor.fetchone()
+    return str(row[0]) if row else ""
+
+
+def _encode(principal: Principal) -> str:
+    return ",".join(sorted(principal.group_ids))
+
+
+def activate(principal: Principal, *, using: str = "default") -> None:
+    """Make `principal`'s groups visible for the rest of the current transaction."""
+    if not connections[using].in_atomic_block:
+        raise RuntimeError("rls.activate() needs an open transaction (use tenant_context)")
+    _set(GROUPS_SETTING, _encode(principal), using=using)
+
+
+@contextmanager
+def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[Principal]:
+    """A transaction (or savepoint) in which Postgres shows exactly `principal`'s groups.
+
+    On normal exit the previous setting is restored, so an enclosing transaction
+    continues with its own principal; on error the savepoint rollback undoes it.
+    """
+    with transaction.atomic(using=using):
+        previous = _get(GROUPS_SETTING, using=using)
+        _set(GROUPS_SETTING, _encode(principal), using=using)
+        yield principal
+        _set(GROUPS_SETTING, previous, using=using)
+
+
+@contextmanager
+def api_key_lookup(prefix: str, *, using: str = "default") -> Iterator[None]:
+    """Let the current transaction see the one API key row with this public prefix."""
+    with transaction.atomic(using=using):
+        _set(KEY_LOOKUP_SETTING, prefix, using=using)
+        yield
+        _set(KEY_LOOKUP_SETTING, "", using=using)
+
+
+def current_group_ids(*, using: str = "default") -> list[str]:
+    """The group ids Postgres currently admits (for diagnostics and tests)."""
+    value = _get(GROUPS_SETTING, using=using)
+    return value.split(",") if value else []

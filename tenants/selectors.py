@@ -1,0 +1,73 @@
+"""Read-side queries: principals, scopes a user administers, keys and audit events."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from tenants.domain.access import Principal, ScopeNode, cap_roles, effective_roles
+from tenants.domain.scopes import Role
+from tenants.models import ApiKey, AuditEvent, Membership, Scope
+
+
+def _scope_tree(root_ids: set[int]) -> list[ScopeNode]:
+    """The scopes under (and including) `root_ids`; the tree is at most three deep."""
+    nodes: dict[int, ScopeNode] = {}
+    frontier = root_ids
+    while frontier:
+        rows = Scope.objects.filter(pk__in=frontier).values_list("pk", "parent_id", "group_id")
+        fresh = {pk: ScopeNode(pk, parent, group) for pk, parent, group in rows if pk not in nodes}
+        nodes.update(fresh)
+        frontier = set(
+            Scope.objects.filter(parent_id__in=fresh).values_list("pk", flat=True)
+        ) - set(nodes)
+    return list(nodes.values())
+
+
+def user_roles(user_id: int) -> dict[str, Role]:
+    """Every group id the user's memberships reach, with the role that reaches it."""
+    memberships = [
+        (scope_id, Role(role))
+        for scope_id, role in Membership.objects.filter(user_id=user_id).values_list(
+            "scope_id", "role"
+        )
+    ]
+    if not memberships:
+        return {}
+    return effective_roles(_scope_tree({scope for scope, _ in memberships}), memberships)
+
+
+def principal_for_user(user_id: int, *, label: str) -> Principal:
+    """The principal a signed-in user acts as."""
+    return Principal(label=label, user_id=user_id, roles=user_roles(user_id))
+
+
+def principal_for_api_key(key: ApiKey) -> Principal:
+    """An API key acts as its owner, capped by its ceiling and limited to its scope's subtree."""
+    within = {node.group_id for node in _scope_tree({key.scope_id})}
+    roles = cap_roles(user_roles(key.owner_id), ceiling=Role(key.role_ceiling), within=within)
+    return Principal(
+        label=f"api-key:{key.prefix}", user_id=key.owner_id, roles=roles, api_key_id=key.pk
+    )
+
+
+def scopes_administered(principal: Principal) -> QuerySet[Scope]:
+    """Scopes where the principal holds admin or above."""
+    groups = [group for group, role in principal.roles.items() if role >= Role.ADMIN]
+    return Scope.objects.filter(group_id__in=groups).order_by("name")
+
+
+def api_keys_visible(principal: Principal) -> QuerySet[ApiKey]:
+    """Keys in scopes the principal administers, plus the principal's own (RLS applies too)."""
+    administered = [group for group, role in principal.roles.items() if role >= Role.ADMIN]
+    own = ApiKey.objects.filter(owner_id=principal.user_id)
+    return (
+        (ApiKey.objects.filter(group_id__in=administered) | own)
+        .select_related("owner", "scope", "created_by")
+        .order_by("-created_at")
+    )
+
+
+def audit_events(principal: Principal) -> QuerySet[AuditEvent]:
+    """Audit events of the groups the principal administers (its personal scope included)."""
+    administered = [group for group, role in principal.roles.items() if role >= Role.ADMIN]
+    return AuditEvent.objects.filter(group_id__in=administered).order_by("-created_at")

@@ -1,0 +1,165 @@
+"""API key use cases: issue, rotate, revoke, authenticate."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from tenants import rls
+from tenants.domain import api_keys as keys
+from tenants.domain.access import Principal
+from tenants.domain.scopes import Role
+from tenants.models import ApiKey, Scope
+from tenants.selectors import principal_for_api_key, user_roles
+from tenants.services.audit import audit_record
+from tenants.services.scopes import PermissionDenied
+
+# Writing last_used_at on every request would turn each API read into a write.
+LAST_USED_RESOLUTION = dt.timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A key row and its plaintext, which exists only in this object and the response."""
+
+    key: ApiKey
+    plaintext: str
+
+
+def _require_admin(actor: Principal, scope: Scope) -> Role:
+    held = actor.role_in(scope.group_id)
+    if held is None or held < Role.ADMIN:
+        raise PermissionDenied("only an admin of this workspace can manage its keys")
+    return held
+
+
+@transaction.atomic
+def api_key_issue(
+    *,
+    actor: Principal,
+    owner_id: int,
+    scope_id: int,
+    name: str,
+    role_ceiling: Role,
+    expires_at: dt.datetime | None = None,
+    ip_address: str | None = None,
+) -> IssuedKey:
+    """Issue a key for a member of a scope the actor administers.
+
+    Nobody can give a key more reach than they have: the ceiling may not exceed the
+    actor's role nor the owner's role on the scope.
+    """
+    scope = Scope.objects.get(pk=scope_id)
+    actor_role = _require_admin(actor, scope)
+    owner_role = user_roles(owner_id).get(scope.group_id)
+    if owner_role is None:
+        raise PermissionDenied("the key owner is not a member of this scope")
+    if role_ceiling > min(actor_role, owner_role):
+        raise PermissionDenied("a key cannot reach beyond its owner's or its issuer's role")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValueError("the expiry must be in the future")
+    new = keys.generate()
+    key = ApiKey.objects.create(
+        prefix=new.prefix,
+        secret_hash=new.secret_hash,
+        name=name,
+        owner_id=owner_id,
+        scope=scope,
+        group_id=scope.group_id,
+        role_ceiling=int(role_ceiling),
+        created_by_id=actor.user_id,
+        expires_at=expires_at,
+    )
+    audit_record(
+        principal=actor,
+        group_id=scope.group_id,
+        action="api_key.issue",
+        target=("api_key", key.prefix),
+        data={"owner_id": owner_id, "ceiling": role_ceiling.name.lower(), "name": name},
+        ip_address=ip_address,
+    )
+    return IssuedKey(key=key, plaintext=new.plaintext)
+
+
+def _administered_key(actor: Principal, key_id: int) -> ApiKey:
+    key = ApiKey.objects.select_for_update().select_related("scope").get(pk=key_id)
+    if key.owner_id != actor.user_id:
+        _require_admin(actor, key.scope)
+    return key
+
+
+@transaction.atomic
+def api_key_revoke(*, actor: Principal, key_id: int, ip_address: str | None = None) -> ApiKey:
+    """Revoke a key at once; its owner or an admin of its scope may do it. Idempotent."""
+    key = _administered_key(actor, key_id)
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+        audit_record(
+            principal=actor,
+            group_id=key.group_id,
+            action="api_key.revoke",
+            target=("api_key", key.prefix),
+            ip_address=ip_address,
+        )
+    return key
+
+
+@transaction.atomic
+def api_key_rotate(*, actor: Principal, key_id: int, ip_address: str | None = None) -> IssuedKey:
+    """Replace a key by a new secret with the same owner, scope, ceiling and expiry."""
+    old = _administered_key(actor, key_id)
+    if old.revoked_at is not None:
+        raise ValueError("a revoked key cannot be rotated; issue a new one")
+    old.revoked_at = timezone.now()
+    old.save(update_fields=["revoked_at"])
+    new = keys.generate()
+    key = ApiKey.objects.create(
+        prefix=new.prefix,
+        secret_hash=new.secret_hash,
+        name=old.name,
+        owner_id=old.owner_id,
+        scope_id=old.scope_id,
+        group_id=old.group_id,
+        role_ceiling=old.role_ceiling,
+        created_by_id=actor.user_id,
+        expires_at=old.expires_at,
+        rotated_from=old,
+    )
+    audit_record(
+        principal=actor,
+        group_id=key.group_id,
+        action="api_key.rotate",
+        target=("api_key", key.prefix),
+        data={"replaces": old.prefix},
+        ip_address=ip_address,
+    )
+    return IssuedKey(key=key, plaintext=new.plaintext)
+
+
+def api_key_authenticate(token: str) -> Principal | None:
+    """The principal a presented key acts as, or None.
+
+    Every failure looks the same to the caller and costs the same work: a lookup by
+    prefix and one constant-time hash comparison, against a dummy hash on a miss.
+    """
+    parsed = keys.parse(token)
+    prefix, secret = parsed if parsed else ("-" * 8, token)
+    with rls.api_key_lookup(prefix):
+        key = ApiKey.objects.filter(prefix=prefix).first()
+    matched = keys.secret_matches(secret, key.secret_hash if key else keys.DUMMY_HASH)
+    now = timezone.now()
+    if key is None or not matched or parsed is None:
+        return None
+    if key.revoked_at is not None or (key.expires_at is not None and key.expires_at <= now):
+        return None
+    principal = principal_for_api_key(key)
+    if key.group_id not in principal.group_ids:
+        return None  # the owner lost access to the key's scope: the key is dead too
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        with rls.tenant_context(principal):
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    return principal
