@@ -43,3 +43,5 @@ VERA_OBJECT_STORE__ROOT = str(BASE_DIR / ".devservices" / "test" / "objects")
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+# Two suites on one server (e.g. parallel runs) each need their own test database.
+DATABASES["default"]["TEST"] = {"NAME": env_str("VERA_TEST_DB_NAME", "test_vera")}
