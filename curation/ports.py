@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Protocol
+
+from curation.domain.records import ExtractedClaim, FetchPage, SourceRecord
 
 
 class GraphProjection(Protocol):
@@ -15,3 +18,66 @@ class GraphProjection(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+
+
+class Connector(Protocol):
+    """Pulls records from one source incrementally, page by page, from a cursor."""
+
+    kind: str
+
+    def pages(self, *, cursor: str | None) -> Iterator[FetchPage]:
+        """Yield pages of records changed since `cursor`; each page carries the next cursor.
+
+        A record that cannot be fetched or decoded is yielded as a RecordFailure; only
+        an error that makes the whole source unreachable is raised (ConnectorError).
+        """
+        ...
+
+
+class Extractor(Protocol):
+    """Turns one record's text (and structured fields) into claims."""
+
+    def extract(self, record: SourceRecord, text: str) -> Sequence[ExtractedClaim]:
+        """The claims found in the record; an empty list when there are none."""
+        ...
+
+
+class ObjectStore(Protocol):
+    """Where raw artifact bytes live (a local folder, S3), addressed by key."""
+
+    def put(self, key: str, data: bytes, *, content_type: str) -> None:
+        """Store bytes under key (idempotent for identical bytes)."""
+
+    def get(self, key: str) -> bytes:
+        """The bytes under key; KeyError if absent."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove key; absent keys are fine."""
+
+
+class Embedder(Protocol):
+    """Text -> vectors of a fixed model and dimension."""
+
+    model: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+
+class EquivalenceJudge(Protocol):
+    """Decides whether two entity names denote the same thing (synonym, abbreviation...)."""
+
+    def same_entity(self, a: str, b: str, *, entity_type: str) -> bool:
+        """True only when confident they are the same; a false merge is worse than a miss."""
+        ...
+
+
+class ContradictionJudge(Protocol):
+    """Decides whether a new value of a multi-valued predicate replaces an older one."""
+
+    def replaces(self, new_fact: str, old_fact: str) -> bool:
+        """True when the new fact makes the old one no longer true."""
+        ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -17,6 +18,8 @@ from tenants.selectors import principal_for_user
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractUser
+
+logger = logging.getLogger(__name__)
 
 
 class OIDCBearerAuthentication(BaseAuthentication):
@@ -37,7 +40,8 @@ class OIDCBearerAuthentication(BaseAuthentication):
         limiter.check(ip)
         try:
             user = user_for_claims(verify_access_token(token))
-        except InvalidAccessToken:
+        except InvalidAccessToken as error:
+            logger.info("OIDC bearer token rejected from %s: %s", ip, error)
             user = None
         if user is None or not user.is_active:
             limiter.record_failure(ip)

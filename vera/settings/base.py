@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_int, env_list, env_str
 
@@ -166,12 +167,17 @@ OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
 # A PEM public key instead of a live JWKS, for providers that publish a fixed key.
 OIDC_RP_IDP_SIGN_KEY = env_str("OIDC_RP_IDP_SIGN_KEY", "") or None
 OIDC_RP_SCOPES = "openid email profile"
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", default=5)
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 # Bearer access tokens for the REST API: issuer and audience they must carry.
 VERA_OIDC_ISSUER = env_str("VERA_OIDC_ISSUER", "")
 VERA_OIDC_AUDIENCE = env_str("VERA_OIDC_AUDIENCE", "")
 # Just-in-time provisioning: new SSO users join this organisation (group id) as viewers.
 VERA_OIDC_ORGANISATION = env_str("VERA_OIDC_ORGANISATION", "")
 VERA_OIDC_DEFAULT_ROLE = env_str("VERA_OIDC_DEFAULT_ROLE", "viewer")
+if VERA_OIDC_DEFAULT_ROLE not in {"viewer", "contributor"}:
+    # Single sign-on proves who someone is, not that they may review or administer.
+    raise ImproperlyConfigured("VERA_OIDC_DEFAULT_ROLE must be viewer or contributor.")
 if OIDC_RP_CLIENT_ID:
     AUTHENTICATION_BACKENDS.append("tenants.adapters.oidc.VeraOIDCBackend")
 
