@@ -1,1 +1,295 @@
-"""Curation persistence: sources, episodes, entities, claims, evidence, outbox (later issues)."""
+"""Curation persistence: sources, episodes, entities, claims, evidence, outbox.
+
+Every table carries `group_id` and is under forced row-level security (migrations).
+"""
+
+from __future__ import annotations
+
+import pgtrigger
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import F, Q
+from pgvector.django import VectorField
+
+from curation.domain.records import PREDICATE_PATTERN
+from curation.domain.tiers import ClaimStatus, Tier, Verification
+
+CONNECTOR_KINDS = ["markdown", "cmdb", "confluence", "jira", "slack"]
+
+
+def _choices(enum_type: type) -> list[tuple[str, str]]:
+    return [(member.value, member.name.replace("_", " ").lower()) for member in enum_type]
+
+
+class Source(models.Model):
+    """Where records come from: a connector, its config, its cursor and its trust tier.
+
+    Secrets never live here: `token_env` names the environment variable holding one.
+    """
+
+    group_id = models.CharField(max_length=40, db_index=True)
+    # The scope that configured the source; a personal one can only propose elsewhere.
+    origin_group_id = models.CharField(max_length=40)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=[(k, k) for k in CONNECTOR_KINDS])
+    config = models.JSONField(default=dict, blank=True)
+    token_env = models.CharField(max_length=100, blank=True)
+    # NULL means "never run": distinct from an empty cursor some APIs return.
+    cursor = models.TextField(null=True, blank=True)  # noqa: DJ001
+    trust_tier = models.PositiveSmallIntegerField(choices=[(t.value, t.name.title()) for t in Tier])
+    schedule_seconds = models.PositiveIntegerField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_status = models.CharField(max_length=20, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["group_id", "name"], name="source_name_per_group"),
+            models.CheckConstraint(condition=Q(trust_tier__in=[1, 2, 3, 4]), name="source_tier"),
+            models.CheckConstraint(condition=Q(kind__in=CONNECTOR_KINDS), name="source_kind"),
+            models.CheckConstraint(
+                condition=Q(token_env="") | Q(token_env__regex=r"^[A-Z_][A-Z0-9_]*$"),  # noqa: S106 - a name pattern
+                name="source_token_env_is_a_variable_name",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}, tier {self.trust_tier})"
+
+
+class EpisodeStatus(models.TextChoices):
+    STORED = "stored"
+    PROCESSED = "processed"
+    FAILED = "failed"
+    RETRACTED = "retracted"
+
+
+EPISODE_CONTENT_FIELDS = (
+    "source", "external_id", "url", "title", "content_hash", "object_key", "mime",
+    "size", "fetched_at", "group_id",
+)  # fmt: skip
+
+
+class Episode(models.Model):
+    """One fetched artifact, immutable: its bytes live in the object store under object_key."""
+
+    group_id = models.CharField(max_length=40)
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="episodes")
+    external_id = models.CharField(max_length=500)
+    url = models.URLField(max_length=2000, blank=True)
+    title = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64)
+    object_key = models.CharField(max_length=300, blank=True)
+    mime = models.CharField(max_length=100, blank=True)
+    size = models.PositiveBigIntegerField(default=0)
+    fetched_at = models.DateTimeField()
+    status = models.CharField(max_length=20, choices=EpisodeStatus.choices)
+    failure_reason = models.TextField(blank=True)
+    claims_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # Content-hash idempotency: the same bytes of the same artifact are one episode.
+            models.UniqueConstraint(
+                fields=["source", "external_id", "content_hash"], name="episode_once_per_content"
+            ),
+            models.CheckConstraint(
+                condition=Q(content_hash__regex=r"^[0-9a-f]{64}$"), name="episode_hash_sha256"
+            ),
+        ]
+        indexes = [models.Index(fields=["source", "external_id"], name="episode_artifact_idx")]
+        triggers = [
+            pgtrigger.Protect(
+                name="episode_content_immutable",
+                operation=pgtrigger.Update,
+                condition=pgtrigger.AnyChange(
+                    *[f if f != "source" else "source_id" for f in EPISODE_CONTENT_FIELDS]
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} @ {self.content_hash[:8]}"
+
+
+class Entity(models.Model):
+    """A canonical thing claims are about; merges are reversible (merged_into)."""
+
+    group_id = models.CharField(max_length=40)
+    canonical_name = models.CharField(max_length=300)
+    entity_type = models.CharField(max_length=50, default="thing")
+    merged_into = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="merged"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "entities"
+        indexes = [models.Index(fields=["group_id", "canonical_name"], name="entity_name_idx")]
+
+    def __str__(self) -> str:
+        return self.canonical_name
+
+
+class EntityAlias(models.Model):
+    """A surface form of an entity; alias_norm is written by normalize_name()."""
+
+    group_id = models.CharField(max_length=40)
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="aliases")
+    alias = models.CharField(max_length=300)
+    alias_norm = models.CharField(max_length=300)
+    # Name embedding for the semantic resolution step; its model is recorded beside it
+    # so vectors of different models are never compared.
+    embedding = VectorField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        verbose_name_plural = "entity aliases"
+        constraints = [
+            models.UniqueConstraint(fields=["group_id", "alias_norm"], name="alias_once_per_group")
+        ]
+        indexes = [
+            GinIndex(fields=["alias_norm"], opclasses=["gin_trgm_ops"], name="alias_norm_trgm")
+        ]
+
+    def __str__(self) -> str:
+        return self.alias
+
+
+class MergeCandidate(models.Model):
+    """Two entities that might be one, waiting for a reviewer (or a judge)."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        MERGED = "merged"
+        KEPT_APART = "kept_apart"
+
+    group_id = models.CharField(max_length=40)
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+")
+    method = models.CharField(max_length=20)
+    score = models.FloatField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["entity", "candidate"], name="merge_candidate_once"),
+            models.CheckConstraint(condition=~Q(entity=F("candidate")), name="merge_not_self"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entity_id} ~ {self.candidate_id} ({self.method} {self.score:.2f})"
+
+
+class Claim(models.Model):
+    """(subject, PREDICATE, object) with its grade, lifecycle and valid time."""
+
+    group_id = models.CharField(max_length=40)
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="claims")
+    subject = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="claims")
+    predicate = models.CharField(max_length=100)
+    object_entity = models.ForeignKey(
+        Entity, null=True, blank=True, on_delete=models.PROTECT, related_name="object_of"
+    )
+    # NULL when the object is an entity; "" is a legitimate (empty) literal value.
+    object_literal = models.TextField(null=True, blank=True)  # noqa: DJ001
+    # "e:<entity id>" or "l:<normalised literal>": what counts as the same value.
+    object_key = models.CharField(max_length=300)
+    fact_text = models.TextField()
+    confidence = models.FloatField()
+    verification = models.CharField(max_length=20, choices=_choices(Verification))
+    tier = models.PositiveSmallIntegerField()
+    authority = models.FloatField()
+    status = models.CharField(max_length=20, choices=_choices(ClaimStatus), db_index=True)
+    status_reason = models.CharField(max_length=200, blank=True)
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
+    )
+    version = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(object_entity__isnull=False, object_literal__isnull=True)
+                | Q(object_entity__isnull=True, object_literal__isnull=False),
+                name="claim_one_object",
+            ),
+            models.CheckConstraint(
+                condition=Q(predicate__regex=PREDICATE_PATTERN.pattern), name="claim_upper_snake"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0, confidence__lte=1), name="claim_confidence_unit"
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_to__isnull=True) | Q(valid_to__gte=F("valid_from")),
+                name="claim_valid_interval",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in ClaimStatus]), name="claim_status_known"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["subject", "predicate", "status"], name="claim_current_idx"),
+            models.Index(fields=["group_id", "status"], name="claim_group_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        obj = self.object_literal if self.object_literal is not None else self.object_entity
+        return f"{self.subject} {self.predicate} {obj}"
+
+
+class Evidence(models.Model):
+    """Where a claim is said: a span of an episode's text (the citation)."""
+
+    group_id = models.CharField(max_length=40)
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="evidence")
+    episode = models.ForeignKey(Episode, on_delete=models.PROTECT, related_name="evidence")
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    snippet = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name_plural = "evidence"
+        constraints = [
+            models.UniqueConstraint(fields=["claim", "episode"], name="evidence_once_per_episode")
+        ]
+
+    def __str__(self) -> str:
+        return f"claim {self.claim_id} in episode {self.episode_id}"
+
+
+class OutboxJob(models.Model):
+    """Post-commit work (graph projection, index update), written in the same transaction."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        DEAD = "dead"
+
+    group_id = models.CharField(max_length=40)
+    kind = models.CharField(max_length=50)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    available_at = models.DateTimeField()
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["available_at"],
+                condition=Q(status="pending"),
+                name="outbox_pending_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.status})"

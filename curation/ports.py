@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
+from curation.domain.graph import GraphEdge
 from curation.domain.records import ExtractedClaim, FetchPage, SourceRecord
 
 
@@ -15,6 +16,19 @@ class GraphProjection(Protocol):
 
     def ping(self) -> None:
         """Round-trip a trivial query; raise if the graph server cannot answer."""
+
+    def upsert_claim(self, edge: GraphEdge) -> None:
+        """Create or update the claim's edge and its two nodes (idempotent)."""
+
+    def remove_claim(self, claim_id: int) -> None:
+        """Remove the claim's edge if present (idempotent)."""
+
+    def clear(self) -> None:
+        """Drop everything (before a rebuild from Postgres)."""
+
+    def count_claims(self) -> int:
+        """How many claim edges the graph holds."""
+        ...
 
     def close(self) -> None:
         """Release connections."""

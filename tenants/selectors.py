@@ -71,3 +71,18 @@ def audit_events(principal: Principal) -> QuerySet[AuditEvent]:
     """Audit events of the groups the principal administers (its personal scope included)."""
     administered = [group for group, role in principal.roles.items() if role >= Role.ADMIN]
     return AuditEvent.objects.filter(group_id__in=administered).order_by("-created_at")
+
+
+def principal_system(label: str, *, group_ids: list[str] | None = None) -> Principal:
+    """A background job acting for the given groups, or for every group when None.
+
+    For the few system processes that serve all tenants (outbox worker, scheduler);
+    user-facing code never uses it.
+    """
+    scopes = (
+        Scope.objects.all() if group_ids is None else Scope.objects.filter(group_id__in=group_ids)
+    )
+    return Principal(
+        label=f"system:{label}",
+        roles=dict.fromkeys(scopes.values_list("group_id", flat=True), Role.OWNER),
+    )

@@ -14,6 +14,10 @@ class VeraConfig(AppConfig):
     verbose_name = "VERA"
 
     def ready(self) -> None:
+        from curation import bootstrap
+
         from .db import grant_app_role
+        from .wiring import CurationProviders
 
         post_migrate.connect(grant_app_role, dispatch_uid="vera.grant_app_role")
+        bootstrap.install(CurationProviders())

@@ -287,6 +287,9 @@ class Postgres:
 
         dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
         with psycopg.connect(dsn, password=passwords["postgres"], autocommit=True) as conn:
+            # ALTER ROLE ... PASSWORD must never reach the server log, whatever it logs.
+            conn.execute("SET log_statement = 'none'")
+            conn.execute("SET log_min_duration_statement = -1")
             for role, attrs in (
                 (OWNER_ROLE, "LOGIN CREATEDB NOSUPERUSER NOBYPASSRLS NOCREATEROLE"),
                 (APP_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),

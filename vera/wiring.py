@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from typing import Any
 
 import redis
@@ -15,7 +16,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from curation.ports import GraphProjection
+from curation.adapters.connectors import build_connector
+from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
+from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
+from curation.models import Source
+from curation.ports import Extractor, GraphProjection, ObjectStore
+from curation.services import projection
+from curation.services.ingest import Pipeline
+from curation.services.outbox import Handler
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
 
@@ -54,11 +62,11 @@ def redis_client() -> redis.Redis:
 
 def reset() -> None:
     """Close and forget every built adapter (settings changed, or a worker forked)."""
-    for factory in (graph, redis_client):
+    for factory in (graph, redis_client, object_store):
         if factory.cache_info().currsize:
             # Closing a broken client must not stop the reset.
             with contextlib.suppress(Exception):
-                factory().close()
+                factory().close()  # type: ignore[attr-defined]
         factory.cache_clear()
 
 
@@ -66,3 +74,73 @@ def reset() -> None:
 def _on_setting_changed(*, setting: str, **_: Any) -> None:
     if setting.startswith(("VERA_", "REDIS_")):
         reset()
+
+
+# --- curation ---------------------------------------------------------------------------
+
+
+@functools.cache
+def object_store() -> ObjectStore:
+    """The raw-artifact store (VERA_OBJECT_STORE__BACKEND=local|s3)."""
+    backend = settings.VERA_OBJECT_STORE__BACKEND
+    if backend == "local":
+        return LocalFolderObjectStore(settings.VERA_OBJECT_STORE__ROOT)
+    if backend == "s3":
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=settings.VERA_OBJECT_STORE__ENDPOINT_URL or None)
+        return S3ObjectStore(bucket=settings.VERA_OBJECT_STORE__BUCKET, client=client)
+    raise ImproperlyConfigured(f"VERA_OBJECT_STORE__BACKEND={backend!r}; choose local or s3.")
+
+
+def source_secret(source: Source) -> str | None:
+    """The source's secret from the environment variable it names (never from the row)."""
+    if not source.token_env:
+        return None
+    value = os.environ.get(source.token_env, "")
+    if not value:
+        raise ValueError(f"environment variable {source.token_env} is not set")
+    return value
+
+
+def extractors_for(source: Source) -> list[Extractor]:
+    """Structured fields need no model; free text gets rules (and an LLM when enabled)."""
+    free_text: list[Extractor] = [RuleBasedExtractor()]
+    if settings.VERA_EXTRACTOR__LLM_MODEL:
+        from openai import OpenAI
+
+        from curation.adapters.extractors.llm import LLMExtractor
+
+        client = OpenAI(
+            api_key=os.environ.get("OPENAI_API_KEY", ""),
+            base_url=settings.VERA_EXTRACTOR__LLM_BASE_URL or None,
+            timeout=60,
+        )
+        free_text.append(LLMExtractor(client=client, model=settings.VERA_EXTRACTOR__LLM_MODEL))
+    if source.kind == "cmdb":
+        return [StructuredExtractor()]
+    if source.kind == "jira":
+        return [StructuredExtractor(), *free_text]
+    return free_text
+
+
+class CurationProviders:
+    """curation.bootstrap.Providers, built from settings."""
+
+    def pipeline_for(self, source: Source) -> Pipeline:
+        connector = build_connector(source.kind, source.config, secret=source_secret(source))
+        return Pipeline(
+            connector=connector, store=object_store(), extractors=extractors_for(source)
+        )
+
+    def graph(self) -> GraphProjection:
+        return graph()
+
+    def object_store(self) -> ObjectStore:
+        return object_store()
+
+    def outbox_handlers(self) -> dict[str, Handler]:
+        return {
+            "claim.project": functools.partial(projection.project_claim, graph=graph()),
+            "claim.retire": functools.partial(projection.retire_claim, graph=graph()),
+        }

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from falkordb import FalkorDB
+from redis.exceptions import ResponseError
+
+from curation.adapters.cypher import REMOVE, UPSERT, edge_params
+from curation.domain.graph import GraphEdge
 
 
 class FalkorDBGraphProjection:
@@ -20,6 +24,23 @@ class FalkorDBGraphProjection:
         result = self._graph.query("RETURN 1")
         if result.result_set != [[1]]:
             raise RuntimeError(f"unexpected FalkorDB answer: {result.result_set!r}")
+
+    def upsert_claim(self, edge: GraphEdge) -> None:
+        self._graph.query(UPSERT, edge_params(edge))
+
+    def remove_claim(self, claim_id: int) -> None:
+        self._graph.query(REMOVE, {"claim_id": claim_id})
+
+    def clear(self) -> None:
+        try:
+            self._graph.delete()
+        except ResponseError as error:
+            if "empty key" not in str(error).lower() and "invalid graph" not in str(error).lower():
+                raise
+
+    def count_claims(self) -> int:
+        result = self._graph.query("MATCH ()-[r:CLAIM]->() RETURN count(r)")
+        return int(result.result_set[0][0])
 
     def close(self) -> None:
         self._db.connection.close()

@@ -1,8 +1,11 @@
-"""Neo4j (Bolt) as the graph projection."""
+"""Neo4j (Bolt) as the graph projection; the same Cypher as FalkorDB."""
 
 from __future__ import annotations
 
 import neo4j
+
+from curation.adapters.cypher import REMOVE, UPSERT, edge_params
+from curation.domain.graph import GraphEdge
 
 
 class Neo4jGraphProjection:
@@ -18,10 +21,25 @@ class Neo4jGraphProjection:
         )
         self._database = database
 
+    def _run(self, query: str, params: dict[str, object] | None = None) -> list[neo4j.Record]:
+        records, _, _ = self._driver.execute_query(query, params or {}, database_=self._database)
+        return list(records)
+
     def ping(self) -> None:
-        records, _, _ = self._driver.execute_query("RETURN 1 AS one", database_=self._database)
-        if [record["one"] for record in records] != [1]:
+        if [record["one"] for record in self._run("RETURN 1 AS one")] != [1]:
             raise RuntimeError("unexpected Neo4j answer")
+
+    def upsert_claim(self, edge: GraphEdge) -> None:
+        self._run(UPSERT, edge_params(edge))
+
+    def remove_claim(self, claim_id: int) -> None:
+        self._run(REMOVE, {"claim_id": claim_id})
+
+    def clear(self) -> None:
+        self._run("MATCH (n:Node) DETACH DELETE n")
+
+    def count_claims(self) -> int:
+        return int(self._run("MATCH ()-[r:CLAIM]->() RETURN count(r) AS n")[0]["n"])
 
     def close(self) -> None:
         self._driver.close()

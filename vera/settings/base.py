@@ -134,6 +134,21 @@ VERA_OBJECT_STORE__ROOT = env_str("VERA_OBJECT_STORE__ROOT", str(BASE_DIR / "var
 VERA_OBJECT_STORE__BUCKET = env_str("VERA_OBJECT_STORE__BUCKET", "vera-artifacts")
 VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
 
+# --- Extraction ----------------------------------------------------------------------
+# An OpenAI-compatible model for free-text extraction; off unless a model is named.
+VERA_EXTRACTOR__LLM_MODEL = env_str("VERA_EXTRACTOR__LLM_MODEL", "")
+VERA_EXTRACTOR__LLM_BASE_URL = env_str("VERA_EXTRACTOR__LLM_BASE_URL", "")
+# Predicates with one value at a time: a new value supersedes the old one.
+VERA_FUNCTIONAL_PREDICATES = env_list("VERA_FUNCTIONAL_PREDICATES", default=[])
+CELERY_BEAT_SCHEDULE["curation-schedule-sources"] = {
+    "task": "curation.schedule_sources",
+    "schedule": 60.0,
+}
+CELERY_BEAT_SCHEDULE["curation-process-outbox"] = {
+    "task": "curation.process_outbox",
+    "schedule": 10.0,
+}
+
 # --- Auth -------------------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",

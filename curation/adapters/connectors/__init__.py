@@ -1,0 +1,131 @@
+"""Connectors to the sources VERA curates, and the factory that builds one from its config."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from curation.adapters.connectors.cmdb import CmdbExportConnector
+from curation.adapters.connectors.confluence import ConfluenceConnector
+from curation.adapters.connectors.jira import JiraConnector
+from curation.adapters.connectors.markdown import MarkdownFolderConnector
+from curation.adapters.connectors.slack import SlackConnector
+from curation.ports import Connector
+
+__all__ = [
+    "CmdbExportConnector",
+    "ConfluenceConnector",
+    "JiraConnector",
+    "MarkdownFolderConnector",
+    "SlackConnector",
+    "build_connector",
+]
+
+Config = Mapping[str, Any]
+
+
+def _zone(name: str) -> dt.tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r}") from None
+
+
+def _options(config: Config, *names: str) -> dict[str, Any]:
+    return {name: config[name] for name in names if name in config}
+
+
+def _markdown(config: Config, _: str) -> Connector:
+    options = _options(config, "max_bytes", "page_size", "base_url")
+    if "patterns" in config:
+        options["patterns"] = tuple(config["patterns"])
+    return MarkdownFolderConnector(Path(config["root"]), **options)
+
+
+def _cmdb(config: Config, _: str) -> Connector:
+    return CmdbExportConnector(Path(config["path"]), **_options(config, "id_field", "page_size"))
+
+
+def _confluence(config: Config, token: str) -> Connector:
+    options = _options(config, "space", "page_size")
+    if "timezone" in config:
+        options["query_tz"] = _zone(config["timezone"])
+    return ConfluenceConnector(config["base_url"], token=token, **options)
+
+
+def _jira(config: Config, token: str) -> Connector:
+    options = _options(config, "jql", "page_size")
+    if "timezone" in config:
+        options["query_tz"] = _zone(config["timezone"])
+    return JiraConnector(config["base_url"], token=token, **options)
+
+
+def _slack(config: Config, token: str) -> Connector:
+    options = _options(config, "base_url", "page_size")
+    return SlackConnector(token=token, channel=config["channel"], **options)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How to build one kind of connector and which config keys it takes (key -> type)."""
+
+    build: Callable[[Config, str], Connector]
+    required: Mapping[str, type | tuple[type, ...]]
+    optional: Mapping[str, type | tuple[type, ...]]
+    needs_token: bool
+
+
+_KINDS: dict[str, _Kind] = {
+    "markdown": _Kind(
+        _markdown,
+        {"root": (str, Path)},
+        {"patterns": (list, tuple), "max_bytes": int, "page_size": int, "base_url": str},
+        needs_token=False,
+    ),
+    "cmdb": _Kind(
+        _cmdb, {"path": (str, Path)}, {"id_field": str, "page_size": int}, needs_token=False
+    ),
+    "confluence": _Kind(
+        _confluence,
+        {"base_url": str},
+        {"space": str, "page_size": int, "timezone": str},
+        needs_token=True,
+    ),
+    "jira": _Kind(
+        _jira, {"base_url": str}, {"jql": str, "page_size": int, "timezone": str}, needs_token=True
+    ),
+    "slack": _Kind(_slack, {"channel": str}, {"base_url": str, "page_size": int}, needs_token=True),
+}
+
+
+def _checked(kind: str, spec: _Kind, config: Config) -> None:
+    """ValueError naming every missing, unknown or mistyped key of a connector config."""
+    missing = [key for key in spec.required if config.get(key) in (None, "")]
+    if missing:
+        raise ValueError(f"the {kind} connector needs config key(s): {', '.join(missing)}")
+    allowed = {**spec.required, **spec.optional}
+    unknown = sorted(set(config) - set(allowed))
+    if unknown:
+        expected = ", ".join(sorted(allowed))
+        raise ValueError(
+            f"unknown {kind} config key(s): {', '.join(unknown)} (expected: {expected})"
+        )
+    for key, value in config.items():
+        # bool is an int to isinstance; a page size of True is a mistake, not 1.
+        if isinstance(value, bool) or not isinstance(value, allowed[key]):
+            raise ValueError(f"the {kind} config key {key!r} has the wrong type: {value!r}")
+
+
+def build_connector(kind: str, config: Config, *, secret: str | None) -> Connector:
+    """The connector of `kind` configured by `config`; `secret` is the API token if it needs one."""
+    spec = _KINDS.get(kind)
+    if spec is None:
+        raise ValueError(f"unknown connector kind {kind!r}; expected one of: {', '.join(_KINDS)}")
+    _checked(kind, spec, config)
+    if spec.needs_token and not secret:
+        raise ValueError(f"the {kind} connector needs a token (secret) and none was given")
+    return spec.build(config, secret or "")

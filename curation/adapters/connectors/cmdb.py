@@ -1,0 +1,209 @@
+"""A CMDB export file (CSV, JSON or JSON Lines): one record per configuration item.
+
+The cursor is the SHA-256 of the file: an unchanged export yields nothing. Every page
+but the last carries the cursor the run started from, so an interrupted run reads the
+whole file again rather than claiming rows it never yielded. The file is read once and
+parsed before anything is yielded, so a file that is rewritten during a run, or that
+does not parse, never produces half a run.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from curation.domain.errors import ConnectorError
+from curation.domain.records import FetchPage, RecordFailure, SourceRecord
+
+Item = SourceRecord | RecordFailure
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One configuration item as parsed: where it was, and its values or what is wrong."""
+
+    where: str
+    values: Mapping[str, Any] | None
+    problem: str = ""
+    raw: bytes = b""
+
+
+def _csv_header(cells: list[str] | None, *, id_field: str) -> list[str]:
+    if cells is None:
+        return []
+    names = [cell.strip() for cell in cells]
+    named = [name for name in names if name]
+    if len(set(named)) != len(named):
+        raise ConnectorError("the CSV header names a column twice")
+    if id_field not in named:
+        raise ConnectorError(f"the CSV header has no {id_field!r} column")
+    return names
+
+
+def csv_rows(text: str, *, id_field: str) -> list[_Row]:
+    """Rows of a CSV export keyed by its header; a row of the wrong width is a problem row."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[_Row] = []
+    try:
+        header = _csv_header(next(reader, None), id_field=id_field)
+        line = reader.line_num + 1
+        for cells in reader:
+            where, line = f"line {line}", reader.line_num + 1
+            if not any(cell.strip() for cell in cells):
+                continue  # blank lines are layout, not items
+            if len(cells) != len(header):
+                problem = f"{where} has {len(cells)} columns; the header has {len(header)}"
+                rows.append(_Row(where, None, problem))
+            else:
+                rows.append(_Row(where, dict(zip(header, cells, strict=True))))
+    except csv.Error as exc:
+        raise ConnectorError(
+            f"the CSV cannot be parsed near line {reader.line_num}: {exc}"
+        ) from exc
+    return rows
+
+
+def json_rows(text: str) -> list[_Row]:
+    """Items of a JSON export: a list of objects, or an object with an `items` list."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ConnectorError(f"the JSON cannot be parsed: {exc}") from exc
+    if isinstance(document, Mapping):
+        document = document.get("items")
+    if not isinstance(document, list):
+        raise ConnectorError("the JSON is neither a list of items nor an object with `items`")
+    return [_object_row(f"item {number}", item) for number, item in enumerate(document, 1)]
+
+
+def jsonl_rows(data: bytes) -> list[_Row]:
+    """One item per line; a line that is not a JSON object is a problem row, not fatal."""
+    rows: list[_Row] = []
+    # Split bytes on "\n" only: str.splitlines would also split at U+2028 inside strings.
+    for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):
+        where = f"line {number}"
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            rows.append(_Row(where, None, f"{where}: invalid UTF-8 at byte {exc.start}", raw))
+            continue
+        except ValueError as exc:
+            rows.append(_Row(where, None, f"{where}: invalid JSON: {exc}", raw))
+            continue
+        rows.append(_object_row(where, item, raw))
+    return rows
+
+
+def _object_row(where: str, item: Any, raw: bytes = b"") -> _Row:
+    if isinstance(item, Mapping):
+        return _Row(where, item)
+    kind = type(item).__name__ if item is not None else "null"
+    return _Row(where, None, f"{where} is a JSON {kind}, not an object", raw)
+
+
+def normalised(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys and string values stripped; empty strings and nulls left out."""
+    fields: dict[str, Any] = {}
+    for key, value in values.items():
+        name = str(key).strip()
+        cleaned = value.strip() if isinstance(value, str) else value
+        if name and cleaned is not None and cleaned != "":
+            fields[name] = cleaned
+    return fields
+
+
+def _identifier(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+class CmdbExportConnector:
+    """Connector over one CMDB export file (see the module docstring)."""
+
+    kind = "cmdb"
+
+    def __init__(self, path: Path, *, id_field: str = "id", page_size: int = 1000) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self._path = Path(path).expanduser()
+        self._id_field = id_field
+        self._page_size = page_size
+
+    def __repr__(self) -> str:
+        return f"CmdbExportConnector({str(self._path)!r})"
+
+    def pages(self, *, cursor: str | None) -> Iterator[FetchPage]:
+        """Yield every item of the export, unless the file is unchanged since `cursor`."""
+        data = self._read()
+        digest = hashlib.sha256(data).hexdigest()
+        if cursor == digest:
+            return
+        seen: dict[str, str] = {}
+        items = [self._item(row, seen) for row in self._rows(data)]
+        starts = range(0, len(items), self._page_size)
+        for start in starts or [0]:
+            last = start + self._page_size >= len(items)
+            yield FetchPage(
+                items=items[start : start + self._page_size], cursor=digest if last else cursor
+            )
+
+    def _read(self) -> bytes:
+        try:
+            return self._path.read_bytes()
+        except FileNotFoundError:
+            raise ConnectorError(f"the export {self._path} does not exist") from None
+        except OSError as exc:
+            raise ConnectorError(f"the export {self._path} cannot be read: {exc.strerror}") from exc
+
+    def _rows(self, data: bytes) -> list[_Row]:
+        suffix = self._path.suffix.lower()
+        if suffix in {".jsonl", ".ndjson"}:
+            return jsonl_rows(data)
+        if suffix not in {".csv", ".json"}:
+            raise ConnectorError(f"{self._path.name}: expected a .csv, .json or .jsonl export")
+        try:
+            text = data.decode("utf-8-sig")  # Excel writes a BOM
+        except UnicodeDecodeError as exc:
+            raise ConnectorError(f"{self._path.name}: invalid UTF-8 at byte {exc.start}") from exc
+        if suffix == ".csv":
+            return csv_rows(text, id_field=self._id_field)
+        return json_rows(text)
+
+    def _item(self, row: _Row, seen: dict[str, str]) -> Item:
+        if row.values is None:
+            return RecordFailure(row.where, row.problem, content=row.raw)
+        fields = normalised(row.values)
+        identifier = _identifier(fields.get(self._id_field))
+        if identifier is None:
+            reason = f"{row.where} has no usable {self._id_field!r} value"
+            return RecordFailure(row.where, reason, content=row.raw)
+        if identifier in seen:
+            reason = f"{row.where} repeats id {identifier!r} (first on {seen[identifier]})"
+            return RecordFailure(f"{identifier}@{row.where}", reason, content=row.raw)
+        seen[identifier] = row.where
+        try:
+            content = json.dumps(
+                fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            )
+        except ValueError:
+            reason = f"{row.where} has a non-finite number"
+            return RecordFailure(identifier, reason, content=row.raw)
+        name = fields.get("name")
+        return SourceRecord(
+            external_id=identifier,
+            content=content.encode(),
+            mime="application/json",
+            title=name if isinstance(name, str) else identifier,
+            fields=fields,
+        )

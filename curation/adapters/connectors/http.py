@@ -1,0 +1,221 @@
+"""JSON over HTTP for connectors: per-request timeouts, jittered retries, Retry-After."""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from curation.domain.errors import ConnectorError
+
+logger = logging.getLogger(__name__)
+
+Params = Mapping[str, str | int]
+# Looks at a decoded 200 answer and names why it must be retried (Slack's `ratelimited`), or None.
+RetrySignal = Callable[[Any], str | None]
+
+_UNAUTHORISED = frozenset({401, 403})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How many attempts a request gets and how long to wait between them."""
+
+    max_attempts: int = 5
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 30.0
+    retry_after_cap_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if min(self.backoff_base_s, self.backoff_cap_s, self.retry_after_cap_s) < 0:
+            raise ValueError("backoff and Retry-After limits cannot be negative")
+
+
+def backoff_delay(attempt: int, *, base_s: float, cap_s: float, rng: random.Random) -> float:
+    """Full-jitter exponential backoff: uniform over [0, min(cap, base * 2**attempt)]."""
+    return rng.uniform(0.0, min(cap_s, base_s * 2**attempt))
+
+
+def retry_after_seconds(value: str | None, *, now: dt.datetime) -> float | None:
+    """Seconds a Retry-After header asks for (delta-seconds or HTTP-date); None if unusable."""
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        # HTTP-dates are always GMT; parsedate leaves "-0000" zones naive.
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        seconds = (when - now).total_seconds()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def describe_url(url: str) -> str:
+    """scheme://host[:port]/path of a URL: no credentials, no query, safe to put in messages."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class _Done:
+    payload: Any
+
+
+@dataclass(frozen=True)
+class _Retry:
+    reason: str
+    delay_s: float | None  # None: use the jittered backoff
+
+
+class ResilientHttp:
+    """JSON GETs over one httpx.Client, retrying what is transient and failing fast otherwise.
+
+    Credentials travel only in the per-call `headers`; no message this class builds or
+    logs includes headers or query strings, so a token cannot leak through an error.
+    """
+
+    def __init__(
+        self,
+        *,
+        connect_timeout_s: float = 5.0,
+        read_timeout_s: float = 30.0,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        clock: Callable[[], dt.datetime] = _utcnow,
+    ) -> None:
+        self._policy = policy or RetryPolicy()
+        self._sleep = sleep
+        # Jitter only spreads retries out; it needs no cryptographic randomness.
+        self._rng = rng or random.Random()  # noqa: S311
+        self._clock = clock
+        # httpx drops the Authorization header itself when a redirect leaves the origin.
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(read_timeout_s, connect=connect_timeout_s),
+            follow_redirects=True,
+            headers={"Accept": "application/json", "User-Agent": "vera-connector/1"},
+        )
+
+    def get_json(
+        self,
+        url: str,
+        *,
+        params: Params | None = None,
+        headers: Mapping[str, str] | None = None,
+        retry_signal: RetrySignal | None = None,
+    ) -> Any:
+        """GET url and decode its JSON, retrying transient failures; ConnectorError otherwise."""
+        where = describe_url(url)
+        attempts = self._policy.max_attempts
+        last = "no attempt was made"
+        for attempt in range(attempts):
+            outcome = self._attempt(url, params, headers, retry_signal)
+            if isinstance(outcome, _Done):
+                return outcome.payload
+            last = outcome.reason
+            if attempt + 1 < attempts:
+                delay = self._delay(attempt, outcome)
+                logger.warning(
+                    "GET %s: %s; retry %d of %d in %.2fs",
+                    where,
+                    last,
+                    attempt + 1,
+                    attempts - 1,
+                    delay,
+                )
+                self._sleep(delay)
+        raise ConnectorError(f"GET {where} failed after {attempts} attempts; last: {last}")
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._client.close()
+
+    def __enter__(self) -> ResilientHttp:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _attempt(
+        self,
+        url: str,
+        params: Params | None,
+        headers: Mapping[str, str] | None,
+        retry_signal: RetrySignal | None,
+    ) -> _Done | _Retry:
+        try:
+            response = self._client.get(url, params=params, headers=headers)
+        except httpx.UnsupportedProtocol:
+            raise ConnectorError(f"GET {describe_url(url)}: unsupported URL scheme") from None
+        except httpx.TimeoutException as exc:
+            return _Retry(f"{type(exc).__name__} (no answer within the timeout)", None)
+        except httpx.TransportError as exc:
+            return _Retry(f"{type(exc).__name__}: {exc}", None)
+        return self._judge(response, retry_signal)
+
+    def _judge(self, response: httpx.Response, retry_signal: RetrySignal | None) -> _Done | _Retry:
+        status = f"{response.status_code} {response.reason_phrase}".strip()
+        where = describe_url(str(response.request.url))
+        if response.status_code in _UNAUTHORISED:
+            raise ConnectorError(
+                f"GET {where}: {status}: unauthorised; check the token and its scopes"
+            )
+        if response.status_code == 429 or response.status_code >= 500:
+            # 503 may carry Retry-After too; without one the backoff decides.
+            return _Retry(status, self._retry_after(response))
+        if not response.is_success:
+            raise ConnectorError(f"GET {where}: {status}")
+        try:
+            payload = response.json()
+        except ValueError:
+            # Typically an SSO proxy's HTML login page served with 200: retrying will not help.
+            kind = response.headers.get("Content-Type", "no content type")
+            raise ConnectorError(f"GET {where}: {status} answer is not JSON ({kind})") from None
+        reason = retry_signal(payload) if retry_signal else None
+        if reason:
+            return _Retry(reason, self._retry_after(response))
+        return _Done(payload)
+
+    def _retry_after(self, response: httpx.Response) -> float | None:
+        seconds = retry_after_seconds(response.headers.get("Retry-After"), now=self._clock())
+        return None if seconds is None else min(seconds, self._policy.retry_after_cap_s)
+
+    def _delay(self, attempt: int, outcome: _Retry) -> float:
+        if outcome.delay_s is not None:
+            return outcome.delay_s
+        return backoff_delay(
+            attempt,
+            base_s=self._policy.backoff_base_s,
+            cap_s=self._policy.backoff_cap_s,
+            rng=self._rng,
+        )

@@ -1,0 +1,70 @@
+"""Serializers of the curation API."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from curation.models import CONNECTOR_KINDS, Claim, Episode, Evidence, Source
+
+
+class SourceSerializer(serializers.ModelSerializer):
+    """A source; its secret is never here, only the name of the variable holding it."""
+
+    class Meta:
+        model = Source
+        fields = ["id", "group_id", "name", "kind", "config", "token_env", "trust_tier",
+                  "schedule_seconds", "enabled", "cursor", "last_run_at", "last_run_status",
+                  "last_error", "created_at"]  # fmt: skip
+        read_only_fields = ["id", "cursor", "last_run_at", "last_run_status", "last_error",
+                            "created_at"]  # fmt: skip
+
+
+class SourceCreateSerializer(serializers.Serializer):
+    """Input for creating a source."""
+
+    group_id = serializers.CharField(max_length=40)
+    name = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(choices=CONNECTOR_KINDS)
+    config = serializers.JSONField(default=dict)
+    token_env = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    trust_tier = serializers.IntegerField(min_value=1, max_value=4)
+    schedule_seconds = serializers.IntegerField(min_value=60, required=False, allow_null=True)
+
+
+class EpisodeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Episode
+        fields = ["id", "group_id", "source", "external_id", "url", "title", "content_hash",
+                  "mime", "size", "fetched_at", "status", "failure_reason",
+                  "claims_count"]  # fmt: skip
+
+
+class EvidenceSerializer(serializers.ModelSerializer):
+    source = serializers.CharField(source="episode.source.name")
+    external_id = serializers.CharField(source="episode.external_id")
+    url = serializers.CharField(source="episode.url")
+
+    class Meta:
+        model = Evidence
+        fields = ["episode", "source", "external_id", "url", "start", "end", "snippet"]
+
+
+class ClaimSerializer(serializers.ModelSerializer):
+    subject = serializers.CharField(source="subject.canonical_name")
+    object = serializers.SerializerMethodField()
+    evidence = EvidenceSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Claim
+        fields = ["id", "group_id", "subject", "predicate", "object", "fact_text", "confidence",
+                  "verification", "tier", "authority", "status", "status_reason", "valid_from",
+                  "valid_to", "recorded_at", "superseded_by", "version", "source",
+                  "evidence"]  # fmt: skip
+
+    def get_object(self, claim: Claim) -> dict[str, object]:
+        if claim.object_entity is not None:
+            return {
+                "entity": claim.object_entity.canonical_name,
+                "entity_id": claim.object_entity_id,
+            }
+        return {"literal": claim.object_literal}

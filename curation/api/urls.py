@@ -1,0 +1,14 @@
+"""URLs of the curation REST API (mounted under /api/v1/)."""
+
+from django.urls import path
+
+from curation.api import views
+
+urlpatterns = [
+    path("sources", views.SourceListView.as_view(), name="api-sources"),
+    path("episodes", views.EpisodeListView.as_view(), name="api-episodes"),
+    path("claims", views.ClaimListView.as_view(), name="api-claims"),
+    path(
+        "claims/<int:claim_id>/history", views.ClaimHistoryView.as_view(), name="api-claim-history"
+    ),
+]

@@ -1,0 +1,44 @@
+"""Where curation's entrypoints get their adapters: the composition root installs them.
+
+Apps may not import the project package (`vera`), so `vera.apps` hands the built
+providers in at start-up, as cosmicpython's bootstrap does.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from django.core.exceptions import ImproperlyConfigured
+
+from curation.models import Source
+from curation.ports import GraphProjection, ObjectStore
+from curation.services.ingest import Pipeline
+from curation.services.outbox import Handler
+
+
+class Providers(Protocol):
+    """What the composition root provides to curation's entrypoints."""
+
+    def pipeline_for(self, source: Source) -> Pipeline:
+        """The connector, extractors and stores for one source; ValueError if misconfigured."""
+        ...
+
+    def graph(self) -> GraphProjection: ...
+
+    def object_store(self) -> ObjectStore: ...
+
+    def outbox_handlers(self) -> dict[str, Handler]: ...
+
+
+_installed: Providers | None = None
+
+
+def install(providers: Providers) -> None:
+    global _installed
+    _installed = providers
+
+
+def providers() -> Providers:
+    if _installed is None:
+        raise ImproperlyConfigured("the composition root has not installed curation's providers")
+    return _installed

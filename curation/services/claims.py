@@ -1,0 +1,145 @@
+"""Recording and publishing claims: tier decision, supersession, outbox, in one transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from curation.domain import supersession
+from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES, normalize_name
+from curation.domain.tiers import ClaimStatus, Decision
+from curation.models import Claim, Entity, Episode, Evidence, OutboxJob, Source
+from curation.ports import ContradictionJudge
+
+
+@dataclass(frozen=True)
+class NewClaim:
+    """A resolved claim ready to be recorded."""
+
+    subject: Entity
+    predicate: str
+    fact_text: str
+    confidence: float
+    object_entity: Entity | None = None
+    object_literal: str | None = None
+    span: tuple[int, int] | None = None
+    snippet: str = ""
+
+
+def object_key(*, object_entity: Entity | None, object_literal: str | None) -> str:
+    """What makes two values "the same value" for duplicate and supersession checks."""
+    if object_entity is not None:
+        return f"e:{object_entity.pk}"
+    return f"l:{normalize_name(object_literal or '')}"[:300]
+
+
+def functional_predicates() -> frozenset[str]:
+    configured = getattr(settings, "VERA_FUNCTIONAL_PREDICATES", None)
+    return frozenset(configured) if configured else DEFAULT_FUNCTIONAL_PREDICATES
+
+
+def outbox_enqueue(*, group_id: str, kind: str, payload: dict[str, object]) -> OutboxJob:
+    """Queue post-commit work in the caller's transaction (the transactional outbox)."""
+    return OutboxJob.objects.create(
+        group_id=group_id, kind=kind, payload=payload, available_at=timezone.now()
+    )
+
+
+def _current_values(claim: Claim) -> list[supersession.CurrentValue]:
+    rows = (
+        Claim.objects.select_for_update()
+        .filter(
+            group_id=claim.group_id,
+            subject=claim.subject,
+            predicate=claim.predicate,
+            status=ClaimStatus.PUBLISHED,
+        )
+        .exclude(pk=claim.pk)
+        .values_list("pk", "object_key", "fact_text")
+    )
+    return [supersession.CurrentValue(pk, key, fact) for pk, key, fact in rows]
+
+
+# savepoint=False: these join the caller's transaction without a savepoint round trip
+# each (ingestion calls them thousands of times); alone, they still run atomically.
+@transaction.atomic(savepoint=False)
+def claim_publish(claim: Claim, *, judge: ContradictionJudge | None = None) -> Claim:
+    """Publish a claim: supersede what it replaces, queue its projection. Returns the live claim.
+
+    A re-confirmation of a value that is already published returns that claim unchanged
+    (the caller attaches its evidence there) and the new row is not kept.
+    """
+    plan = supersession.plan(
+        new_object_key=claim.object_key,
+        new_fact=claim.fact_text,
+        current=_current_values(claim),
+        functional=claim.predicate in functional_predicates(),
+        replaces=judge.replaces if judge else None,
+    )
+    if plan.duplicate_of is not None:
+        if claim.pk:
+            claim.delete()
+        return Claim.objects.get(pk=plan.duplicate_of)
+    claim.status = ClaimStatus.PUBLISHED
+    claim.save()
+    closed = Claim.objects.filter(pk__in=plan.supersedes)
+    for old in closed:
+        old.status = ClaimStatus.SUPERSEDED
+        old.valid_to = max(claim.valid_from, old.valid_from)
+        old.superseded_by = claim
+        old.version += 1
+        old.save(update_fields=["status", "valid_to", "superseded_by", "version"])
+        outbox_enqueue(group_id=old.group_id, kind="claim.retire", payload={"claim_id": old.pk})
+    outbox_enqueue(group_id=claim.group_id, kind="claim.project", payload={"claim_id": claim.pk})
+    return claim
+
+
+@transaction.atomic(savepoint=False)
+def claim_record(
+    *,
+    source: Source,
+    episode: Episode,
+    new: NewClaim,
+    decision: Decision,
+    valid_from: dt.datetime,
+    judge: ContradictionJudge | None = None,
+) -> Claim:
+    """Record one extracted claim as the tier decision says, with its evidence."""
+    claim = Claim(
+        group_id=source.group_id,
+        source=source,
+        subject=new.subject,
+        predicate=new.predicate,
+        object_entity=new.object_entity,
+        object_literal=new.object_literal,
+        object_key=object_key(object_entity=new.object_entity, object_literal=new.object_literal),
+        fact_text=new.fact_text,
+        confidence=new.confidence,
+        verification=decision.verification,
+        tier=source.trust_tier,
+        authority=decision.authority,
+        status=decision.status,
+        status_reason=decision.reason,
+        valid_from=valid_from,
+    )
+    if decision.status is ClaimStatus.PUBLISHED:
+        recorded = claim_publish(claim, judge=judge)
+    else:
+        claim.save()
+        recorded = claim
+    if recorded is not claim and recorded.evidence.filter(episode=episode).exists():
+        return recorded  # the same episode says it twice: one citation is enough
+    start, end = new.span if new.span else (None, None)
+    Evidence.objects.create(
+        claim=recorded,
+        episode=episode,
+        group_id=recorded.group_id,
+        start=start,
+        end=end,
+        snippet=new.snippet,
+    )
+    return recorded

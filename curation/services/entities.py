@@ -1,0 +1,127 @@
+"""Entity resolution: exact normalised alias, then pg_trgm fuzzy, then a semantic step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.postgres.search import TrigramSimilarity
+from django.db import transaction
+from pgvector.django import CosineDistance
+
+from curation.domain.names import normalize_name
+from curation.models import Entity, EntityAlias, MergeCandidate
+from curation.ports import Embedder, EquivalenceJudge
+
+# A fuzzy match links only when the spellings are nearly identical (typos, spacing);
+# anything looser would merge siblings such as Niger and Nigeria.
+FUZZY_LINK = 0.8
+# Cosine similarity over bare names is a weak signal: it links only when very close and
+# otherwise just picks the few candidates an equivalence judge looks at.
+SEMANTIC_LINK = 0.97
+SEMANTIC_CANDIDATE = 0.80
+CANDIDATES = 5
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The entity a name resolved to and how."""
+
+    entity: Entity
+    method: str  # exact | fuzzy | semantic | judge | new
+
+
+def canonical(entity: Entity) -> Entity:
+    """Follow merges to the surviving entity."""
+    while entity.merged_into_id is not None:
+        entity = Entity.objects.get(pk=entity.merged_into_id)
+    return entity
+
+
+def _add_alias(
+    entity: Entity, name: str, norm: str, vector: list[float] | None, model: str
+) -> None:
+    EntityAlias.objects.get_or_create(
+        group_id=entity.group_id,
+        alias_norm=norm,
+        defaults={"entity": entity, "alias": name, "embedding": vector, "embedding_model": model},
+    )
+
+
+def _fuzzy(group_id: str, norm: str, entity_type: str) -> EntityAlias | None:
+    # `trigram_similar` (the % operator) lets the GIN index pick candidates; the exact
+    # similarity bar is applied on those few rows only.
+    return (
+        EntityAlias.objects.filter(
+            group_id=group_id, entity__entity_type=entity_type, alias_norm__trigram_similar=norm
+        )
+        .annotate(similarity=TrigramSimilarity("alias_norm", norm))
+        .filter(similarity__gte=FUZZY_LINK)
+        .select_related("entity")
+        .order_by("-similarity")
+        .first()
+    )
+
+
+def _semantic(
+    group_id: str, entity_type: str, vector: list[float], model: str
+) -> list[tuple[EntityAlias, float]]:
+    rows = (
+        EntityAlias.objects.filter(
+            group_id=group_id, entity__entity_type=entity_type, embedding_model=model
+        )
+        .annotate(distance=CosineDistance("embedding", vector))
+        .select_related("entity")
+        .order_by("distance")[:CANDIDATES]
+    )
+    return [(row, 1.0 - float(row.distance)) for row in rows]
+
+
+@transaction.atomic(savepoint=False)
+def entity_resolve(
+    *,
+    group_id: str,
+    name: str,
+    entity_type: str = "thing",
+    embedder: Embedder | None = None,
+    judge: EquivalenceJudge | None = None,
+) -> Resolution:
+    """The entity `name` denotes in the group, creating it when nothing matches.
+
+    Without a judge, nothing below SEMANTIC_LINK is merged: near misses become open
+    merge candidates for a reviewer instead (a false merge is worse than a missed one).
+    """
+    norm = normalize_name(name)
+    if not norm:
+        raise ValueError("an entity name cannot be empty")
+    exact = EntityAlias.objects.filter(group_id=group_id, alias_norm=norm).select_related("entity")
+    if found := exact.first():
+        return Resolution(canonical(found.entity), "exact")
+    if fuzzy := _fuzzy(group_id, norm, entity_type):
+        entity = canonical(fuzzy.entity)
+        _add_alias(entity, name, norm, None, "")
+        return Resolution(entity, "fuzzy")
+    vector = embedder.embed([name])[0] if embedder else None
+    model = embedder.model if embedder else ""
+    candidates = _semantic(group_id, entity_type, vector, model) if vector else []
+    for alias, similarity in candidates:
+        same = similarity >= SEMANTIC_LINK or (
+            similarity >= SEMANTIC_CANDIDATE
+            and judge is not None
+            and judge.same_entity(name, alias.alias, entity_type=entity_type)
+        )
+        if same:
+            entity = canonical(alias.entity)
+            _add_alias(entity, name, norm, vector, model)
+            return Resolution(entity, "semantic" if similarity >= SEMANTIC_LINK else "judge")
+    entity = Entity.objects.create(
+        group_id=group_id, canonical_name=name.strip(), entity_type=entity_type
+    )
+    _add_alias(entity, name, norm, vector, model)
+    for alias, similarity in candidates:
+        if similarity >= SEMANTIC_CANDIDATE and judge is None:
+            MergeCandidate.objects.get_or_create(
+                entity=entity,
+                candidate=canonical(alias.entity),
+                defaults={"group_id": group_id, "method": "semantic", "score": similarity},
+            )
+    return Resolution(entity, "new")

@@ -1,0 +1,308 @@
+"""Ingestion: connector pages -> episodes (bytes first) -> claims, one record at a time.
+
+Each page is processed in its own transaction under the source's tenant context and
+the cursor advances with it, so a crash loses at most one page of progress. Each record
+runs in a savepoint: a bad record becomes a failed episode with its reason and the
+rest of the page continues. Re-ingesting unchanged bytes is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.db import DataError, IntegrityError, InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from curation.domain.errors import ConnectorError
+from curation.domain.names import normalize_name
+from curation.domain.records import ExtractedClaim, FetchPage, RecordFailure, SourceRecord
+from curation.domain.tiers import ClaimStatus, Tier, decide
+from curation.models import Claim, Entity, Episode, EpisodeStatus, Source
+from curation.ports import (
+    Connector,
+    ContradictionJudge,
+    Embedder,
+    EquivalenceJudge,
+    Extractor,
+    ObjectStore,
+)
+from curation.services.claims import NewClaim, claim_record, outbox_enqueue
+from curation.services.entities import entity_resolve
+from tenants import rls
+from tenants.domain.access import Principal
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The adapters one ingestion run uses (built by the composition root)."""
+
+    connector: Connector
+    store: ObjectStore
+    extractors: Sequence[Extractor]
+    embedder: Embedder | None = None
+    equivalence: EquivalenceJudge | None = None
+    contradiction: ContradictionJudge | None = None
+
+
+class EntityCache(dict[tuple[str, str, str], Entity]):
+    """Names already resolved in this run: (group id, normalised name, type) -> entity."""
+
+
+@dataclass
+class IngestReport:
+    """What one run did."""
+
+    source_id: int
+    new: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    claims: Counter[str] = field(default_factory=Counter)
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    error: str = ""
+    entities: EntityCache = field(default_factory=EntityCache, repr=False)
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.error else "ok"
+
+
+class RecordRejected(Exception):
+    """A record that cannot become claims (bad encoding, extractor refusal)."""
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _decode(record: SourceRecord) -> str:
+    if b"\x00" in record.content:
+        raise RecordRejected("binary content (NUL bytes)")
+    try:
+        return record.content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RecordRejected(f"invalid UTF-8 at byte {error.start}") from None
+
+
+def _resolve(
+    source: Source, claim: ExtractedClaim, pipeline: Pipeline, cache: EntityCache
+) -> NewClaim:
+    def entity(name: str, entity_type: str) -> Entity:
+        key = (source.group_id, normalize_name(name), entity_type)
+        if key not in cache:
+            # Documents are identified by their title exactly; fuzzy matching would
+            # merge different documents with similar titles.
+            lexical_only = entity_type == "document"
+            cache[key] = entity_resolve(
+                group_id=source.group_id,
+                name=name,
+                entity_type=entity_type,
+                embedder=None if lexical_only else pipeline.embedder,
+                judge=None if lexical_only else pipeline.equivalence,
+            ).entity
+        return cache[key]
+
+    return NewClaim(
+        subject=entity(claim.subject, claim.subject_type),
+        predicate=claim.predicate,
+        fact_text=claim.fact_text,
+        confidence=claim.confidence,
+        object_entity=entity(claim.object_name, claim.object_type) if claim.object_name else None,
+        object_literal=claim.object_literal,
+        span=claim.span,
+        snippet=claim.fact_text[:1000],
+    )
+
+
+def _retire_previous_revision(source: Source, episode: Episode) -> None:
+    """Claims only the artifact's older revisions said, and this one no longer says, end."""
+    said_before = Claim.objects.filter(
+        evidence__episode__source=source,
+        evidence__episode__external_id=episode.external_id,
+        status__in=[ClaimStatus.PUBLISHED, ClaimStatus.PENDING_REVIEW, ClaimStatus.PROPOSED],
+    ).values("pk")
+    said_now = Claim.objects.filter(evidence__episode=episode).values("pk")
+    stale = Claim.objects.filter(pk__in=said_before).exclude(pk__in=said_now)
+    for claim in stale.select_for_update():
+        was_published = claim.status == ClaimStatus.PUBLISHED
+        claim.status = ClaimStatus.SUPERSEDED
+        claim.status_reason = "artifact revised"
+        claim.valid_to = max(episode.fetched_at, claim.valid_from)
+        claim.version += 1
+        claim.save(update_fields=["status", "status_reason", "valid_to", "version"])
+        if was_published:
+            outbox_enqueue(
+                group_id=claim.group_id, kind="claim.retire", payload={"claim_id": claim.pk}
+            )
+
+
+def _process(
+    source: Source, record: SourceRecord, episode: Episode, pipeline: Pipeline, cache: EntityCache
+) -> Counter[str]:
+    text = _decode(record)
+    extracted = [
+        claim for extractor in pipeline.extractors for claim in extractor.extract(record, text)
+    ]
+    decision = decide(
+        Tier(source.trust_tier),
+        target_is_shared=not source.group_id.startswith("u:"),
+        writer_is_personal=source.origin_group_id.startswith("u:"),
+    )
+    valid_from = record.updated_at or episode.fetched_at
+    counts: Counter[str] = Counter()
+    for item in extracted:
+        claim = claim_record(
+            source=source,
+            episode=episode,
+            new=_resolve(source, item, pipeline, cache),
+            decision=decision,
+            valid_from=valid_from,
+            judge=pipeline.contradiction,
+        )
+        counts[claim.status] += 1
+    _retire_previous_revision(source, episode)
+    return counts
+
+
+def _failed_episode(source: Source, failure: RecordFailure, pipeline: Pipeline) -> bool:
+    """Record a failure once per (artifact, content or reason); False if already recorded."""
+    digest = content_hash(failure.content or f"failure:{failure.reason}".encode())
+    if Episode.objects.filter(
+        source=source, external_id=failure.external_id, content_hash=digest
+    ).exists():
+        return False
+    key = ""
+    if failure.content:
+        key = f"{source.group_id}/{source.pk}/{digest}"
+        pipeline.store.put(key, failure.content, content_type="application/octet-stream")
+    Episode.objects.create(
+        group_id=source.group_id,
+        source=source,
+        external_id=failure.external_id[:500],
+        url=failure.url[:2000],
+        content_hash=digest,
+        object_key=key,
+        size=len(failure.content),
+        fetched_at=timezone.now(),
+        status=EpisodeStatus.FAILED,
+        failure_reason=failure.reason,
+    )
+    return True
+
+
+def _ingest_record(
+    source: Source, record: SourceRecord, pipeline: Pipeline, report: IngestReport
+) -> None:
+    digest = content_hash(record.content)
+    if Episode.objects.filter(
+        source=source, external_id=record.external_id, content_hash=digest
+    ).exists():
+        report.unchanged += 1
+        return
+    key = f"{source.group_id}/{source.pk}/{digest}"
+    pipeline.store.put(key, record.content, content_type=record.mime or "application/octet-stream")
+    try:
+        with transaction.atomic():
+            episode = Episode.objects.create(
+                group_id=source.group_id,
+                source=source,
+                external_id=record.external_id[:500],
+                url=record.url[:2000],
+                title=record.title[:500],
+                content_hash=digest,
+                object_key=key,
+                mime=record.mime[:100],
+                size=len(record.content),
+                fetched_at=timezone.now(),
+                status=EpisodeStatus.STORED,
+            )
+            counts = _process(source, record, episode, pipeline, report.entities)
+            episode.status = EpisodeStatus.PROCESSED
+            episode.claims_count = sum(counts.values())
+            episode.save(update_fields=["status", "claims_count"])
+    except (OperationalError, InterfaceError):
+        raise  # the database is gone: stop the run, the page is retried next time
+    except IntegrityError as error:
+        report.entities.clear()  # entities made in the rolled-back savepoint are gone
+        if Episode.objects.filter(
+            source=source, external_id=record.external_id, content_hash=digest
+        ).exists():
+            report.unchanged += 1  # a concurrent run stored it first
+            return
+        _reject(source, record, f"integrity error: {error}".splitlines()[0], pipeline, report)
+        return
+    except (RecordRejected, ValueError, DataError) as error:
+        report.entities.clear()
+        _reject(source, record, str(error) or type(error).__name__, pipeline, report)
+        return
+    report.new += 1
+    report.claims.update(counts)
+
+
+def _reject(
+    source: Source, record: SourceRecord, reason: str, pipeline: Pipeline, report: IngestReport
+) -> None:
+    logger.info("episode %s of source %s failed: %s", record.external_id, source.pk, reason)
+    failure = RecordFailure(record.external_id, reason, url=record.url, content=record.content)
+    if _failed_episode(source, failure, pipeline):
+        report.failed += 1
+        report.failures.append((record.external_id, reason))
+    else:
+        report.unchanged += 1
+
+
+def ingest_page(
+    *, source_id: int, page: FetchPage, pipeline: Pipeline, report: IngestReport
+) -> None:
+    """Store and process one page, then advance the cursor (call inside a transaction)."""
+    source = Source.objects.select_for_update().get(pk=source_id)
+    for item in page.items:
+        with transaction.atomic():
+            if isinstance(item, RecordFailure):
+                if _failed_episode(source, item, pipeline):
+                    report.failed += 1
+                    report.failures.append((item.external_id, item.reason))
+                else:
+                    report.unchanged += 1
+            else:
+                _ingest_record(source, item, pipeline, report)
+    if page.cursor is not None:
+        Source.objects.filter(pk=source_id).update(cursor=page.cursor)
+
+
+def source_ingest(*, source_id: int, principal: Principal, pipeline: Pipeline) -> IngestReport:
+    """Run the source's connector from its cursor; each page commits on its own."""
+    report = IngestReport(source_id=source_id)
+    with rls.tenant_context(principal):
+        cursor = Source.objects.values_list("cursor", flat=True).get(pk=source_id)
+    try:
+        for page in pipeline.connector.pages(cursor=cursor):
+            with rls.tenant_context(principal):
+                ingest_page(source_id=source_id, page=page, pipeline=pipeline, report=report)
+    except ConnectorError as error:
+        report.error = str(error)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as error:  # an upstream model or store failing mid-run
+        # The cursor stays after the last committed page, so the next run resumes there.
+        logger.exception("ingestion of source %s stopped", source_id)
+        report.error = f"{type(error).__name__}: {error}"[:2000]
+    finally:
+        close = getattr(pipeline.connector, "close", None)
+        if callable(close):
+            close()
+    with rls.tenant_context(principal):
+        source_run_finished(source_id=source_id, report=report)
+    return report
+
+
+def source_run_finished(*, source_id: int, report: IngestReport) -> None:
+    """Record the outcome of a run on the source."""
+    Source.objects.filter(pk=source_id).update(
+        last_run_at=timezone.now(), last_run_status=report.status, last_error=report.error[:2000]
+    )
