@@ -11,6 +11,10 @@ from pgvector.django import CosineDistance
 from curation.domain.names import normalize_name
 from curation.models import Entity, EntityAlias, MergeCandidate
 from curation.ports import Embedder, EquivalenceJudge
+from tenants.domain.access import Principal
+from tenants.domain.scopes import Role
+from tenants.services.audit import audit_record
+from tenants.services.scopes import PermissionDenied
 
 # A fuzzy match links only when the spellings are nearly identical (typos, spacing);
 # anything looser would merge siblings such as Niger and Nigeria.
@@ -125,3 +129,52 @@ def entity_resolve(
                 defaults={"group_id": group_id, "method": "semantic", "score": similarity},
             )
     return Resolution(entity, "new")
+
+
+@transaction.atomic
+def entity_merge(*, actor: Principal, entity_id: int, into_id: int) -> Entity:
+    """Merge one entity into another, reversibly: nothing is rewritten, only pointed.
+
+    Claims and aliases keep their entity; resolution and reads follow `merged_into`,
+    so `entity_unmerge` restores the exact previous state. Audited.
+    """
+    entity = Entity.objects.select_for_update().get(pk=entity_id)
+    target = canonical(Entity.objects.get(pk=into_id))
+    if target.pk == entity.pk or entity.group_id != target.group_id:
+        raise ValueError("an entity can only be merged into another entity of its own group")
+    if not actor.can(Role.REVIEWER, entity.group_id):
+        raise PermissionDenied("merging entities needs the reviewer role")
+    entity.merged_into = target
+    entity.save(update_fields=["merged_into"])
+    MergeCandidate.objects.filter(entity=entity, candidate=target).update(
+        status=MergeCandidate.Status.MERGED
+    )
+    audit_record(
+        principal=actor,
+        group_id=entity.group_id,
+        action="entity.merge",
+        target=("entity", entity.pk),
+        data={"into": target.pk, "name": entity.canonical_name, "into_name": target.canonical_name},
+    )
+    return target
+
+
+@transaction.atomic
+def entity_unmerge(*, actor: Principal, entity_id: int) -> Entity:
+    """Undo a merge; audited."""
+    entity = Entity.objects.select_for_update().get(pk=entity_id)
+    if entity.merged_into_id is None:
+        raise ValueError("this entity is not merged")
+    if not actor.can(Role.REVIEWER, entity.group_id):
+        raise PermissionDenied("unmerging entities needs the reviewer role")
+    previous = entity.merged_into_id
+    entity.merged_into = None
+    entity.save(update_fields=["merged_into"])
+    audit_record(
+        principal=actor,
+        group_id=entity.group_id,
+        action="entity.unmerge",
+        target=("entity", entity.pk),
+        data={"was_merged_into": previous},
+    )
+    return entity
