@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,25 @@ def test_claim_filters_reject_bad_input(tenant_a: Tenant, client: Client, query:
     response = client.get("/api/v1/claims", query)
     assert response.status_code == 400
     assert response.json()
+
+
+def _admin_rows(client: Client, model: str) -> int:
+    html = client.get(f"/admin/curation/{model}/").content.decode()
+    match = re.search(r'class="paginator">\s*(\d+)', html)
+    assert match, f"no changelist for {model}"
+    return int(match.group(1))
+
+
+@pytest.mark.parametrize("model", ["source", "episode", "claim", "entity", "outboxjob"])
+def test_even_a_superuser_sees_no_other_tenants_rows_in_the_admin(
+    tenant_a: Tenant, tenant_b: Tenant, docs: Path, client: Client, model: str
+) -> None:
+    source = _source(tenant_b, docs)
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    for tenant in (tenant_a, tenant_b):
+        tenant.admin.is_staff = tenant.admin.is_superuser = True
+        tenant.admin.save()
+    client.force_login(tenant_b.admin)
+    assert _admin_rows(client, model) > 0  # the rows exist ...
+    client.force_login(tenant_a.admin)
+    assert _admin_rows(client, model) == 0  # ... and Postgres hides them from A

@@ -109,7 +109,9 @@ class LLMEquivalenceJudge:
             f"Entity type: {_quoted(kind)}\nName 1: {_quoted(name_a.strip())}\n"
             f"Name 2: {_quoted(name_b.strip())}"
         )
-        verdict = _ask(self.client, self.model, EQUIVALENCE_PROMPT, question, "same", self.threshold)
+        verdict = _ask(
+            self.client, self.model, EQUIVALENCE_PROMPT, question, "same", self.threshold
+        )
         if verdict is None:
             return False  # no judgement is not cached: the next ask may get one
         with self._lock:
@@ -206,7 +208,7 @@ def _answer(response: Any) -> Mapping[str, Any]:
     try:
         data = json.loads(_CODE_FENCE.sub("", content.strip()))
     except json.JSONDecodeError as error:
-        raise _Unreadable(f"the answer is not JSON ({error.msg} at {error.pos})") from None
+        raise _Unreadable(f"the answer is not JSON ({error.msg}, char {error.pos})") from None
     if not isinstance(data, Mapping):
         raise _Unreadable(f"the answer is a JSON {type(data).__name__}, not an object")
     return data
