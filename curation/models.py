@@ -6,6 +6,7 @@ Every table carries `group_id` and is under forced row-level security (migration
 from __future__ import annotations
 
 import pgtrigger
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import F, Q
@@ -212,6 +213,10 @@ class Claim(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
     )
     version = models.PositiveIntegerField(default=1)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from curation.domain.tiers import ClaimStatus
-from curation.models import Claim
+from curation.models import Claim, Evidence, MergeCandidate, Source
+from tenants.domain.access import Principal
+from tenants.domain.scopes import Role
 
 
 def claim_history(*, claim_id: int) -> list[Claim]:
@@ -33,4 +35,92 @@ def claims_valid(*, as_of: dt.datetime | None = None) -> QuerySet[Claim]:
         Q(valid_to__isnull=True) | Q(valid_to__gt=as_of),
         status__in=[ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED],
         valid_from__lte=as_of,
+    )
+
+
+SORTS = {
+    "newest": ("-recorded_at", "-pk"),
+    "oldest": ("recorded_at", "pk"),
+    "confidence": ("-confidence", "pk"),
+    "low-confidence": ("confidence", "pk"),
+}
+
+
+def reviewable_groups(principal: Principal) -> list[str]:
+    """Groups where the principal may decide (reviewer or above)."""
+    return sorted(group for group, role in principal.roles.items() if role >= Role.REVIEWER)
+
+
+def review_queue(
+    *, principal: Principal, status: str, filters: dict[str, str], sort: str = "oldest"
+) -> QuerySet[Claim]:
+    """Claims waiting in one queue, with what a row shows loaded up front (bounded queries)."""
+    queryset = Claim.objects.filter(group_id__in=reviewable_groups(principal), status=status)
+    if filters.get("source"):
+        queryset = queryset.filter(source_id=filters["source"])
+    if filters.get("predicate"):
+        queryset = queryset.filter(predicate=filters["predicate"])
+    if filters.get("entity"):
+        queryset = queryset.filter(subject__canonical_name__icontains=filters["entity"])
+    if filters.get("tier"):
+        queryset = queryset.filter(tier=filters["tier"])
+    current = Claim.objects.filter(
+        subject_id=OuterRef("subject_id"),
+        predicate=OuterRef("predicate"),
+        status=ClaimStatus.PUBLISHED,
+    ).order_by("-valid_from")
+    return (
+        queryset.select_related("subject", "object_entity", "source")
+        .annotate(current_fact=Subquery(current.values("fact_text")[:1]))
+        .prefetch_related(
+            Prefetch("evidence", queryset=Evidence.objects.select_related("episode").order_by("pk"))
+        )
+        .order_by(*SORTS.get(sort, SORTS["oldest"]))
+    )
+
+
+def queue_counts(principal: Principal) -> dict[str, int]:
+    """How many items wait in each queue the principal can work."""
+    groups = reviewable_groups(principal)
+    claims = Claim.objects.filter(group_id__in=groups).aggregate(
+        claims=Count("pk", filter=Q(status=ClaimStatus.PENDING_REVIEW)),
+        proposals=Count("pk", filter=Q(status=ClaimStatus.PROPOSED)),
+    )
+    merges = MergeCandidate.objects.filter(
+        group_id__in=groups, status=MergeCandidate.Status.OPEN
+    ).count()
+    return {"claims": claims["claims"], "proposals": claims["proposals"], "merges": merges}
+
+
+def merge_queue(*, principal: Principal) -> QuerySet[MergeCandidate]:
+    return (
+        MergeCandidate.objects.filter(
+            group_id__in=reviewable_groups(principal), status=MergeCandidate.Status.OPEN
+        )
+        .select_related("entity", "candidate")
+        .order_by("-score", "pk")
+    )
+
+
+def queue_filter_options(principal: Principal) -> dict[str, list[object]]:
+    """Sources and predicates present in the principal's queues, for the filter form."""
+    groups = reviewable_groups(principal)
+    waiting = Claim.objects.filter(
+        group_id__in=groups, status__in=[ClaimStatus.PENDING_REVIEW, ClaimStatus.PROPOSED]
+    )
+    return {
+        "sources": list(
+            Source.objects.filter(group_id__in=groups).order_by("name").values_list("pk", "name")
+        ),
+        "predicates": list(waiting.order_by().values_list("predicate", flat=True).distinct()),
+    }
+
+
+def claim_related(claim: Claim, *, limit: int = 20) -> QuerySet[Claim]:
+    """Other published claims about the same subject."""
+    return (
+        Claim.objects.filter(subject_id=claim.subject_id, status=ClaimStatus.PUBLISHED)
+        .exclude(pk=claim.pk)
+        .select_related("subject", "object_entity")
+        .order_by("predicate")[:limit]
     )

@@ -20,7 +20,13 @@ from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
 from curation.models import Source
-from curation.ports import Extractor, GraphProjection, ObjectStore
+from curation.ports import (
+    ContradictionJudge,
+    EquivalenceJudge,
+    Extractor,
+    GraphProjection,
+    ObjectStore,
+)
 from curation.services import projection
 from curation.services.ingest import Pipeline
 from curation.services.outbox import Handler
@@ -68,6 +74,7 @@ def reset() -> None:
             with contextlib.suppress(Exception):
                 factory().close()  # type: ignore[attr-defined]
         factory.cache_clear()
+    judges.cache_clear()
 
 
 @receiver(setting_changed)
@@ -122,6 +129,32 @@ def extractors_for(source: Source) -> list[Extractor]:
     if source.kind == "jira":
         return [StructuredExtractor(), *free_text]
     return free_text
+
+
+@functools.cache
+def judges() -> tuple[EquivalenceJudge | None, ContradictionJudge | None]:
+    """The LLM judges (VERA_JUDGE__LLM_MODEL), or (None, None): then nothing is merged."""
+    if not settings.VERA_JUDGE__LLM_MODEL:
+        return None, None
+    from openai import OpenAI
+
+    from curation.adapters.judges import LLMContradictionJudge, LLMEquivalenceJudge
+
+    client = OpenAI(
+        api_key=os.environ.get("OPENAI_API_KEY", ""),
+        base_url=settings.VERA_JUDGE__LLM_BASE_URL or None,
+        timeout=30,
+    )
+    model, threshold = settings.VERA_JUDGE__LLM_MODEL, settings.VERA_JUDGE__THRESHOLD
+    return (
+        LLMEquivalenceJudge(
+            client=client,
+            model=model,
+            threshold=threshold,
+            cache_size=settings.VERA_JUDGE__CACHE_SIZE,
+        ),
+        LLMContradictionJudge(client=client, model=model, threshold=threshold),
+    )
 
 
 class CurationProviders:

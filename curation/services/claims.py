@@ -70,8 +70,8 @@ def _current_values(claim: Claim) -> list[supersession.CurrentValue]:
 def claim_publish(claim: Claim, *, judge: ContradictionJudge | None = None) -> Claim:
     """Publish a claim: supersede what it replaces, queue its projection. Returns the live claim.
 
-    A re-confirmation of a value that is already published returns that claim unchanged
-    (the caller attaches its evidence there) and the new row is not kept.
+    A re-confirmation of a value that is already published returns that claim unchanged;
+    the caller attaches its evidence there (an unsaved new claim is simply not kept).
     """
     plan = supersession.plan(
         new_object_key=claim.object_key,
@@ -81,8 +81,6 @@ def claim_publish(claim: Claim, *, judge: ContradictionJudge | None = None) -> C
         replaces=judge.replaces if judge else None,
     )
     if plan.duplicate_of is not None:
-        if claim.pk:
-            claim.delete()
         return Claim.objects.get(pk=plan.duplicate_of)
     claim.status = ClaimStatus.PUBLISHED
     claim.save()

@@ -138,6 +138,11 @@ VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
 # An OpenAI-compatible model for free-text extraction; off unless a model is named.
 VERA_EXTRACTOR__LLM_MODEL = env_str("VERA_EXTRACTOR__LLM_MODEL", "")
 VERA_EXTRACTOR__LLM_BASE_URL = env_str("VERA_EXTRACTOR__LLM_BASE_URL", "")
+# Judges for entity equivalence and fact contradiction; off unless a model is named.
+VERA_JUDGE__LLM_MODEL = env_str("VERA_JUDGE__LLM_MODEL", "")
+VERA_JUDGE__LLM_BASE_URL = env_str("VERA_JUDGE__LLM_BASE_URL", "")
+VERA_JUDGE__THRESHOLD = float(env_str("VERA_JUDGE__THRESHOLD", "0.9"))
+VERA_JUDGE__CACHE_SIZE = env_int("VERA_JUDGE__CACHE_SIZE", default=4096)
 # Predicates with one value at a time: a new value supersedes the old one.
 VERA_FUNCTIONAL_PREDICATES = env_list("VERA_FUNCTIONAL_PREDICATES", default=[])
 CELERY_BEAT_SCHEDULE["curation-schedule-sources"] = {

@@ -1,0 +1,227 @@
+"""Review decisions: the one write path for approving, rejecting and accepting claims.
+
+Every decision checks the reviewer's role in the claim's scope, checks the version the
+reviewer saw (optimistic concurrency: a second reviewer gets a Conflict naming who
+decided), is audited, and publishes exactly as automatic publication does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from curation.domain.tiers import ClaimStatus, Verification
+from curation.models import Claim, Evidence, MergeCandidate
+from curation.services.claims import claim_publish, object_key
+from curation.services.entities import entity_merge, entity_resolve
+from tenants.domain.access import Principal
+from tenants.domain.scopes import Role
+from tenants.services.audit import audit_record
+from tenants.services.scopes import PermissionDenied
+
+REVIEWABLE = {
+    "claims": ClaimStatus.PENDING_REVIEW,
+    "proposals": ClaimStatus.PROPOSED,
+}
+
+
+class Conflict(Exception):
+    """The item was decided (or changed) after the reviewer loaded it."""
+
+    def __init__(self, claim: Claim) -> None:
+        who = claim.reviewed_by.get_username() if claim.reviewed_by else "the system"
+        super().__init__(f"Already {claim.status.replace('_', ' ')} by {who}.")
+        self.claim = claim
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A reviewer's corrections before approving."""
+
+    fact_text: str
+    object_text: str | None = None
+
+
+def _load(actor: Principal, claim_id: int, version: int, expected: ClaimStatus) -> Claim:
+    claim = (
+        Claim.objects.select_for_update(of=("self",))
+        .select_related("reviewed_by", "subject", "object_entity")
+        .get(pk=claim_id)
+    )
+    if not actor.can(Role.REVIEWER, claim.group_id):
+        raise PermissionDenied("deciding needs the reviewer role in this scope")
+    if claim.version != version or claim.status != expected:
+        raise Conflict(claim)
+    return claim
+
+
+def _decided(claim: Claim, actor: Principal) -> None:
+    claim.reviewed_by_id = actor.user_id
+    claim.reviewed_at = timezone.now()
+    claim.version += 1
+
+
+def _apply_edit(claim: Claim, edit: Edit) -> dict[str, object]:
+    before = {
+        "fact_text": claim.fact_text,
+        "object": claim.object_literal or str(claim.object_entity),
+    }
+    claim.fact_text = edit.fact_text.strip() or claim.fact_text
+    if edit.object_text is not None and edit.object_text.strip():
+        if claim.object_entity is not None:
+            entity = entity_resolve(
+                group_id=claim.group_id,
+                name=edit.object_text,
+                entity_type=claim.object_entity.entity_type,
+            ).entity
+            claim.object_entity = entity
+        else:
+            claim.object_literal = edit.object_text.strip()
+        claim.object_key = object_key(
+            object_entity=claim.object_entity, object_literal=claim.object_literal
+        )
+    return before
+
+
+def _publish(claim: Claim, actor: Principal) -> Claim:
+    """Publish a reviewed claim; a value that is already published absorbs it instead."""
+    claim.verification = Verification.HUMAN_VERIFIED
+    _decided(claim, actor)
+    live = claim_publish(claim)
+    if live.pk == claim.pk:
+        return claim
+    # The same value is already published: it gains this claim's evidence and the
+    # reviewer's verification; this row is closed as a duplicate, not deleted.
+    for evidence in claim.evidence.all():
+        Evidence.objects.get_or_create(
+            claim=live,
+            episode_id=evidence.episode_id,
+            defaults={"group_id": live.group_id, "start": evidence.start, "end": evidence.end,
+                      "snippet": evidence.snippet},
+        )  # fmt: skip
+    live.verification = Verification.HUMAN_VERIFIED
+    live.save(update_fields=["verification"])
+    claim.status = ClaimStatus.REJECTED
+    claim.status_reason = f"already published as #{live.pk}"
+    claim.save()
+    return live
+
+
+@transaction.atomic
+def review_approve(
+    *, actor: Principal, claim_id: int, version: int, edit: Edit | None = None
+) -> Claim:
+    """Approve a tier-3 claim (optionally edited first): it is published, human-verified."""
+    claim = _load(actor, claim_id, version, ClaimStatus.PENDING_REVIEW)
+    before = _apply_edit(claim, edit) if edit else None
+    live = _publish(claim, actor)
+    audit_record(
+        principal=actor,
+        group_id=claim.group_id,
+        action="review.edit_approve" if edit else "review.approve",
+        target=("claim", claim.pk),
+        data={"before": before, "published_as": live.pk} if before else {"published_as": live.pk},
+    )
+    return claim
+
+
+@transaction.atomic
+def review_reject(*, actor: Principal, claim_id: int, version: int, reason: str) -> Claim:
+    """Reject a tier-3 claim; the reason is required and kept."""
+    if not reason.strip():
+        raise ValueError("say why the claim is rejected")
+    claim = _load(actor, claim_id, version, ClaimStatus.PENDING_REVIEW)
+    return _close(claim, actor, reason.strip(), action="review.reject")
+
+
+def _close(claim: Claim, actor: Principal, reason: str, *, action: str) -> Claim:
+    _decided(claim, actor)
+    claim.status = ClaimStatus.REJECTED
+    claim.status_reason = reason[:200]
+    claim.save()
+    audit_record(
+        principal=actor,
+        group_id=claim.group_id,
+        action=action,
+        target=("claim", claim.pk),
+        data={"reason": reason},
+    )
+    return claim
+
+
+@transaction.atomic
+def proposal_accept(*, actor: Principal, claim_id: int, version: int) -> Claim:
+    """Accept a tier-4 proposal: it is published exactly as an approval publishes."""
+    claim = _load(actor, claim_id, version, ClaimStatus.PROPOSED)
+    live = _publish(claim, actor)
+    audit_record(
+        principal=actor,
+        group_id=claim.group_id,
+        action="proposal.accept",
+        target=("claim", claim.pk),
+        data={"published_as": live.pk},
+    )
+    return claim
+
+
+@transaction.atomic
+def proposal_decline(*, actor: Principal, claim_id: int, version: int, reason: str = "") -> Claim:
+    """Decline a proposal."""
+    claim = _load(actor, claim_id, version, ClaimStatus.PROPOSED)
+    return _close(claim, actor, reason.strip() or "declined", action="proposal.decline")
+
+
+@transaction.atomic
+def candidate_decide(*, actor: Principal, candidate_id: int, merge: bool) -> MergeCandidate:
+    """Merge two entities, or record that they are different (kept apart)."""
+    candidate = MergeCandidate.objects.select_for_update().get(pk=candidate_id)
+    if not actor.can(Role.REVIEWER, candidate.group_id):
+        raise PermissionDenied("deciding needs the reviewer role in this scope")
+    if candidate.status != MergeCandidate.Status.OPEN:
+        raise ValueError(f"already {candidate.get_status_display()}")
+    if merge:
+        entity_merge(actor=actor, entity_id=candidate.entity_id, into_id=candidate.candidate_id)
+        candidate.status = MergeCandidate.Status.MERGED
+    else:
+        candidate.status = MergeCandidate.Status.KEPT_APART
+        audit_record(
+            principal=actor,
+            group_id=candidate.group_id,
+            action="entity.keep_apart",
+            target=("entity", candidate.entity_id),
+            data={"other": candidate.candidate_id},
+        )
+    candidate.save(update_fields=["status"])
+    return candidate
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """What a bulk decision did, item by item."""
+
+    done: list[int]
+    conflicts: dict[int, str]
+
+
+def review_bulk(
+    *, actor: Principal, items: Iterable[tuple[int, int]], approve: bool, reason: str = ""
+) -> BulkOutcome:
+    """Approve or reject a selection; each item commits or conflicts on its own."""
+    if not approve and not reason.strip():
+        raise ValueError("say why the selected claims are rejected")
+    done: list[int] = []
+    conflicts: dict[int, str] = {}
+    for claim_id, version in items:
+        try:
+            if approve:
+                review_approve(actor=actor, claim_id=claim_id, version=version)
+            else:
+                review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
+        except Conflict as conflict:
+            conflicts[claim_id] = str(conflict)
+        else:
+            done.append(claim_id)
+    return BulkOutcome(done=done, conflicts=conflicts)

@@ -1,0 +1,1 @@
+"""HTMX pages of the curation app: review queues, claim pages."""

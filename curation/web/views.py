@@ -1,0 +1,203 @@
+"""Review queues and claim pages (HTMX partials; full pages without JavaScript)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from curation import bootstrap, selectors
+from curation.domain.tiers import ClaimStatus
+from curation.models import Claim, Episode
+from curation.services import review
+from tenants.middleware import request_principal
+from tenants.services.scopes import PermissionDenied
+from tenants.web.views import htmx_partial
+
+PAGE_SIZE = 50
+QUEUES = {"claims": ClaimStatus.PENDING_REVIEW, "proposals": ClaimStatus.PROPOSED}
+FILTERS = ("source", "predicate", "entity", "tier")
+
+
+def _queue_context(request: HttpRequest) -> dict[str, object]:
+    principal = request_principal(request)
+    queue = request.GET.get("queue", "claims")
+    filters = {key: request.GET[key] for key in FILTERS if request.GET.get(key)}
+    sort = request.GET.get("sort", "oldest")
+    if queue == "merges":
+        items = selectors.merge_queue(principal=principal)
+    else:
+        status = QUEUES.get(queue, ClaimStatus.PENDING_REVIEW)
+        items = selectors.review_queue(
+            principal=principal, status=status, filters=filters, sort=sort
+        )
+    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    return {
+        "queue": queue if queue in {*QUEUES, "merges"} else "claims",
+        "page": page,
+        "filters": filters,
+        "sort": sort,
+        "counts": selectors.queue_counts(principal),
+        "options": selectors.queue_filter_options(principal),
+        "can_review": bool(selectors.reviewable_groups(principal)),
+    }
+
+
+@login_required
+@require_GET
+def review_queue(request: HttpRequest) -> HttpResponse:
+    """One queue: filters, sorting, pagination; an HTMX request gets just the list."""
+    template = "curation/review.html#queue" if htmx_partial(request) else "curation/review.html"
+    return render(request, template, _queue_context(request))
+
+
+def _decided(
+    request: HttpRequest, item_id: int, message: str, *, status: int = 200
+) -> HttpResponse:
+    """The answer to a decision: the row's new state for HTMX, else back to the queue."""
+    if htmx_partial(request):
+        principal = request_principal(request)
+        context = {"item_id": item_id, "message": message, "conflict": status == 409,
+                   "counts": selectors.queue_counts(principal)}  # fmt: skip
+        return render(request, "curation/review.html#decided", context, status=status)
+    (messages.error if status >= 400 else messages.success)(request, message)
+    return redirect(request.headers.get("Referer") or "/review/")
+
+
+def _version(request: HttpRequest) -> int:
+    try:
+        return int(request.POST["version"])
+    except (KeyError, ValueError):
+        raise DjangoPermissionDenied("the form is missing the item's version") from None
+
+
+def _decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
+    actor = request_principal(request)
+    version = _version(request)
+    reason = request.POST.get("reason", "")
+    try:
+        if action == "approve":
+            review.review_approve(actor=actor, claim_id=claim_id, version=version)
+        elif action == "edit":
+            edit = review.Edit(request.POST.get("fact_text", ""), request.POST.get("object_text"))
+            review.review_approve(actor=actor, claim_id=claim_id, version=version, edit=edit)
+        elif action == "reject":
+            review.review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
+        elif action == "accept":
+            review.proposal_accept(actor=actor, claim_id=claim_id, version=version)
+        else:
+            review.proposal_decline(actor=actor, claim_id=claim_id, version=version, reason=reason)
+    except Claim.DoesNotExist:
+        raise Http404("No such claim.") from None
+    except PermissionDenied as error:
+        raise DjangoPermissionDenied(str(error)) from None
+    except review.Conflict as conflict:
+        return _decided(request, claim_id, str(conflict), status=409)
+    except ValueError as error:
+        return _decided(request, claim_id, str(error), status=400)
+    done = {"approve": "Approved", "edit": "Edited and approved", "reject": "Rejected",
+            "accept": "Accepted", "decline": "Declined"}[action]  # fmt: skip
+    return _decided(request, claim_id, done)
+
+
+@login_required
+@require_POST
+def claim_decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
+    """approve | reject | edit (then approve) a tier-3 claim."""
+    if action not in {"approve", "reject", "edit"}:
+        raise Http404
+    return _decide(request, claim_id, action)
+
+
+@login_required
+@require_POST
+def proposal_decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
+    """accept | decline a tier-4 proposal."""
+    if action not in {"accept", "decline"}:
+        raise Http404
+    return _decide(request, claim_id, action)
+
+
+@login_required
+@require_POST
+def merge_decide(request: HttpRequest, candidate_id: int, action: str) -> HttpResponse:
+    """merge | keep-apart two entities."""
+    if action not in {"merge", "keep-apart"}:
+        raise Http404
+    try:
+        review.candidate_decide(
+            actor=request_principal(request), candidate_id=candidate_id, merge=action == "merge"
+        )
+    except PermissionDenied as error:
+        raise DjangoPermissionDenied(str(error)) from None
+    except ValueError as error:
+        return _decided(request, candidate_id, str(error), status=409)
+    return _decided(request, candidate_id, "Merged" if action == "merge" else "Kept apart")
+
+
+@login_required
+@require_POST
+def bulk_decide(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the selected claims; conflicts are reported, the rest commit."""
+    items = []
+    for raw in request.POST.getlist("item"):
+        claim_id, _, version = raw.partition(":")
+        if claim_id.isdigit() and version.isdigit():
+            items.append((int(claim_id), int(version)))
+    approve = request.POST.get("action") == "approve"
+    try:
+        outcome = review.review_bulk(
+            actor=request_principal(request), items=items, approve=approve,
+            reason=request.POST.get("reason", ""),
+        )  # fmt: skip
+    except PermissionDenied as error:
+        raise DjangoPermissionDenied(str(error)) from None
+    except ValueError as error:
+        messages.error(request, str(error))
+        return redirect(request.headers.get("Referer") or "/review/")
+    verb = "Approved" if approve else "Rejected"
+    messages.success(request, f"{verb} {len(outcome.done)} claim(s).")
+    for claim_id, why in outcome.conflicts.items():
+        messages.warning(request, f"#{claim_id}: {why}")
+    return redirect(request.headers.get("Referer") or "/review/")
+
+
+@login_required
+@require_GET
+def episode_raw(request: HttpRequest, episode_id: int) -> HttpResponse:
+    """The raw artifact an episode stored, shown as text (never rendered as HTML)."""
+    episode = Episode.objects.filter(pk=episode_id).first()
+    if episode is None or not episode.object_key:
+        raise Http404("No such artifact.")
+    try:
+        data = bootstrap.providers().object_store().get(episode.object_key)
+    except KeyError:
+        raise Http404("The artifact's bytes are gone (erased).") from None
+    response = HttpResponse(data, content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
+
+
+@login_required
+@require_GET
+def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
+    """A claim's page: history across supersession, evidence, related claims."""
+    claim = (
+        Claim.objects.select_related("subject", "object_entity", "source", "reviewed_by")
+        .filter(pk=claim_id)
+        .first()
+    )
+    if claim is None:
+        raise Http404("No such claim.")
+    context = {
+        "claim": claim,
+        "history": selectors.claim_history(claim_id=claim.pk),
+        "evidence": claim.evidence.select_related("episode", "episode__source"),
+        "related": selectors.claim_related(claim),
+    }
+    return render(request, "curation/claim.html", context)

@@ -1,0 +1,175 @@
+"""Review decisions: one service, audited, published like automatic publication, race-safe."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from curation.domain.tiers import ClaimStatus, Verification
+from curation.models import Claim, OutboxJob
+from curation.services import review
+from curation.services.sources import source_create
+from curation.tasks import ingest_now
+from tenants import rls
+from tenants.models import AuditEvent
+from tenants.services.scopes import PermissionDenied
+from tests.tenancy import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+def _ingest(tenant: Tenant, root: Path, *, tier: int, name: str = "docs") -> None:
+    principal = tenant.principal(tenant.admin)
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=tenant.workspace.group_id, name=name, kind="markdown",
+            config={"root": str(root)}, trust_tier=tier,
+        )  # fmt: skip
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+
+
+@pytest.fixture
+def pending(tenant_a: Tenant, tmp_path: Path) -> Tenant:
+    (tmp_path / "svc.md").write_text(
+        "# Billing\n\nThe billing-api runs on k8s-prod-1. The billing-api depends on ledger-db.\n"
+    )
+    _ingest(tenant_a, tmp_path, tier=3)
+    return tenant_a
+
+
+def _one(tenant: Tenant, predicate: str) -> Claim:
+    with rls.tenant_context(tenant.principal(tenant.admin)):
+        return Claim.objects.get(predicate=predicate)
+
+
+def test_approval_publishes_human_verified_with_an_outbox_job_and_audit(pending: Tenant) -> None:
+    claim = _one(pending, "RUNS_ON")
+    actor = pending.principal(pending.reviewer)
+    with rls.tenant_context(actor):
+        review.review_approve(actor=actor, claim_id=claim.pk, version=claim.version)
+        claim.refresh_from_db()
+        assert (claim.status, claim.verification) == (
+            ClaimStatus.PUBLISHED,
+            Verification.HUMAN_VERIFIED,
+        )
+        assert claim.reviewed_by_id == pending.reviewer.pk
+        assert (
+            OutboxJob.objects.filter(kind="claim.project", payload__claim_id=claim.pk).count() == 1
+        )
+        assert AuditEvent.objects.filter(action="review.approve", target_id=str(claim.pk)).exists()
+
+
+def test_the_second_reviewer_gets_a_conflict_naming_the_first(pending: Tenant) -> None:
+    claim = _one(pending, "RUNS_ON")
+    first, second = pending.principal(pending.reviewer), pending.principal(pending.admin)
+    with rls.tenant_context(first):
+        review.review_approve(actor=first, claim_id=claim.pk, version=claim.version)
+    with rls.tenant_context(second), pytest.raises(review.Conflict, match="acme-reviewer"):
+        review.review_reject(actor=second, claim_id=claim.pk, version=claim.version, reason="no")
+    with rls.tenant_context(second):
+        assert OutboxJob.objects.filter(payload__claim_id=claim.pk).count() == 1  # published once
+
+
+def test_a_viewer_cannot_decide(pending: Tenant) -> None:
+    claim = _one(pending, "RUNS_ON")
+    viewer = pending.principal(pending.viewer)
+    with rls.tenant_context(viewer), pytest.raises(PermissionDenied):
+        review.review_approve(actor=viewer, claim_id=claim.pk, version=claim.version)
+
+
+def test_rejection_needs_and_keeps_a_reason(pending: Tenant) -> None:
+    claim = _one(pending, "RUNS_ON")
+    actor = pending.principal(pending.reviewer)
+    with rls.tenant_context(actor):
+        with pytest.raises(ValueError, match="say why"):
+            review.review_reject(actor=actor, claim_id=claim.pk, version=claim.version, reason=" ")
+        review.review_reject(
+            actor=actor, claim_id=claim.pk, version=claim.version, reason="stale doc"
+        )
+        claim.refresh_from_db()
+    assert (claim.status, claim.status_reason) == (ClaimStatus.REJECTED, "stale doc")
+
+
+def test_edit_then_approve_publishes_the_corrected_value(pending: Tenant) -> None:
+    claim = _one(pending, "RUNS_ON")
+    actor = pending.principal(pending.reviewer)
+    edit = review.Edit("The billing-api runs on k8s-prod-9.", "k8s-prod-9")
+    with rls.tenant_context(actor):
+        review.review_approve(actor=actor, claim_id=claim.pk, version=claim.version, edit=edit)
+        claim.refresh_from_db()
+        assert claim.object_entity.canonical_name == "k8s-prod-9"
+        event = AuditEvent.objects.get(action="review.edit_approve")
+    assert event.data["before"]["object"] == "k8s-prod-1"
+
+
+def test_a_proposal_is_accepted_into_publication(tenant_a: Tenant, tmp_path: Path) -> None:
+    (tmp_path / "p.md").write_text("# P\n\nThe search-api uses elastic-8.\n")
+    _ingest(tenant_a, tmp_path, tier=4)
+    claim = _one(tenant_a, "USES")
+    actor = tenant_a.principal(tenant_a.reviewer)
+    with rls.tenant_context(actor):
+        review.proposal_accept(actor=actor, claim_id=claim.pk, version=claim.version)
+        claim.refresh_from_db()
+    assert claim.status == ClaimStatus.PUBLISHED
+
+
+def test_bulk_approval_reports_conflicts_and_commits_the_rest(pending: Tenant) -> None:
+    runs, deps = _one(pending, "RUNS_ON"), _one(pending, "DEPENDS_ON")
+    actor = pending.principal(pending.reviewer)
+    with rls.tenant_context(actor):
+        outcome = review.review_bulk(
+            actor=actor, items=[(runs.pk, runs.version), (deps.pk, deps.version + 5)], approve=True
+        )
+    assert outcome.done == [runs.pk]
+    assert list(outcome.conflicts) == [deps.pk]
+
+
+def test_the_queue_page_lists_pending_claims_for_reviewers(pending: Tenant, client: Client) -> None:
+    client.force_login(pending.reviewer)
+    html = client.get("/review/").content.decode()
+    assert "billing-api" in html
+    assert re.search(r'data-queue="claims">\s*\d+', html)
+
+
+def test_htmx_approval_swaps_the_row_and_a_second_gets_409(pending: Tenant, client: Client) -> None:
+    claim = _one(pending, "RUNS_ON")
+    client.force_login(pending.reviewer)
+    url = f"/review/claims/{claim.pk}/approve"
+    first = client.post(url, {"version": claim.version}, HTTP_HX_REQUEST="true")
+    assert first.status_code == 200
+    assert "Approved" in first.content.decode()
+    second = client.post(url, {"version": claim.version}, HTTP_HX_REQUEST="true")
+    assert second.status_code == 409
+    assert "Already published by acme-reviewer" in second.content.decode()
+
+
+def test_a_viewer_gets_403_on_a_decision(pending: Tenant, client: Client) -> None:
+    claim = _one(pending, "RUNS_ON")
+    client.force_login(pending.viewer)
+    response = client.post(f"/review/claims/{claim.pk}/approve", {"version": claim.version})
+    assert response.status_code == 403
+
+
+def test_another_workspace_sees_none_of_the_items(
+    pending: Tenant, tenant_b: Tenant, client: Client
+) -> None:
+    claim = _one(pending, "RUNS_ON")
+    client.force_login(tenant_b.admin)
+    html = client.get("/review/").content.decode()
+    assert "billing-api" not in html
+    assert client.post(f"/review/claims/{claim.pk}/approve", {"version": 1}).status_code == 404
+    assert client.get(f"/claims/{claim.pk}/").status_code == 404
+
+
+def test_the_raw_artifact_is_served_as_plain_text(pending: Tenant, client: Client) -> None:
+    claim = _one(pending, "RUNS_ON")
+    with rls.tenant_context(pending.principal(pending.admin)):
+        episode_id = claim.evidence.get().episode_id
+    client.force_login(pending.reviewer)
+    response = client.get(f"/review/episodes/{episode_id}/raw")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    assert "runs on k8s-prod-1" in response.content.decode()
