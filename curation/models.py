@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pgtrigger
 from django.conf import settings
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GistIndex
 from django.db import models
 from django.db.models import F, Q
 from pgvector.django import VectorField
@@ -151,8 +151,12 @@ class EntityAlias(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["group_id", "alias_norm"], name="alias_once_per_group")
         ]
+        # GiST, not GIN: fuzzy resolution asks for the nearest alias by trigram distance
+        # (ORDER BY <-> LIMIT 1), which only GiST answers from the index.
         indexes = [
-            GinIndex(fields=["alias_norm"], opclasses=["gin_trgm_ops"], name="alias_norm_trgm")
+            GistIndex(
+                fields=["alias_norm"], opclasses=["gist_trgm_ops"], name="alias_norm_trgm_gist"
+            )
         ]
 
     def __str__(self) -> str:

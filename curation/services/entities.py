@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.postgres.search import TrigramSimilarity
+from django.contrib.postgres.search import TrigramDistance
 from django.db import transaction
 from pgvector.django import CosineDistance
 
@@ -52,18 +52,17 @@ def _add_alias(
 
 
 def _fuzzy(group_id: str, norm: str, entity_type: str) -> EntityAlias | None:
-    # `trigram_similar` (the % operator) lets the GIN index pick candidates; the exact
-    # similarity bar is applied on those few rows only.
-    return (
-        EntityAlias.objects.filter(
-            group_id=group_id, entity__entity_type=entity_type, alias_norm__trigram_similar=norm
-        )
-        .annotate(similarity=TrigramSimilarity("alias_norm", norm))
-        .filter(similarity__gte=FUZZY_LINK)
+    """The nearest alias by trigram distance, if it is similar enough to link."""
+    nearest = (
+        EntityAlias.objects.filter(group_id=group_id, entity__entity_type=entity_type)
+        .annotate(distance=TrigramDistance("alias_norm", norm))
         .select_related("entity")
-        .order_by("-similarity")
+        .order_by("distance")
         .first()
     )
+    if nearest is None or 1.0 - float(nearest.distance) < FUZZY_LINK:
+        return None
+    return nearest
 
 
 def _semantic(
