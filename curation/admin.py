@@ -5,7 +5,11 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
+from curation import selectors
+from curation.domain.tiers import ClaimStatus
 from curation.models import (
     Claim,
     Entity,
@@ -16,7 +20,10 @@ from curation.models import (
     OutboxJob,
     Source,
 )
+from curation.services import review
 from curation.services.outbox import outbox_retry
+from tenants.middleware import request_principal
+from tenants.services.scopes import PermissionDenied
 
 
 @admin.register(Source)
@@ -35,7 +42,16 @@ class EpisodeAdmin(admin.ModelAdmin):
     list_display = ["external_id", "source", "status", "claims_count", "size", "fetched_at"]
     list_filter = ["status", "source"]
     search_fields = ["external_id", "title", "content_hash"]
-    readonly_fields = [f.name for f in Episode._meta.fields]
+    readonly_fields = [*(f.name for f in Episode._meta.fields), "raw_artifact"]
+
+    @admin.display(description="raw artifact")
+    def raw_artifact(self, episode: Episode) -> str:
+        if not episode.object_key:
+            return "—"
+        url = reverse("review:raw", args=[episode.pk])
+        return format_html(
+            '<a href="{}" target="_blank" rel="noopener">view the stored bytes</a>', url
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -57,8 +73,42 @@ class ClaimAdmin(admin.ModelAdmin):
     list_filter = ["status", "tier", "verification", "predicate"]
     search_fields = ["fact_text", "subject__canonical_name", "predicate"]
     raw_id_fields = ["subject", "object_entity", "superseded_by", "source"]
-    readonly_fields = ["recorded_at", "version"]
+    readonly_fields = ["recorded_at", "version", "reviewed_by", "reviewed_at", "history"]
     inlines = [EvidenceInline]
+    actions = ["approve_selected", "accept_selected"]
+
+    @admin.display(description="history")
+    def history(self, claim: Claim) -> str:
+        rows = selectors.claim_history(claim_id=claim.pk) if claim.pk else []
+        return format_html_join(
+            "", '<div><a href="{}">#{}</a> {} {} … {}</div>',
+            ((reverse("review:claim-detail", args=[h.pk]), h.pk, h.status,
+              h.valid_from.date(), h.valid_to.date() if h.valid_to else "now") for h in rows),
+        )  # fmt: skip
+
+    @admin.action(description="Approve the selected claims waiting for review")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Claim]) -> None:
+        items = queryset.filter(status=ClaimStatus.PENDING_REVIEW).values_list("pk", "version")
+        outcome = review.review_bulk(
+            actor=request_principal(request), items=list(items), approve=True
+        )
+        self.message_user(
+            request, f"{len(outcome.done)} approved, {len(outcome.conflicts)} conflicts."
+        )
+
+    @admin.action(description="Accept the selected proposals")
+    def accept_selected(self, request: HttpRequest, queryset: QuerySet[Claim]) -> None:
+        actor = request_principal(request)
+        accepted = 0
+        for pk, version in queryset.filter(status=ClaimStatus.PROPOSED).values_list(
+            "pk", "version"
+        ):
+            try:
+                review.proposal_accept(actor=actor, claim_id=pk, version=version)
+            except (review.Conflict, PermissionDenied):
+                continue
+            accepted += 1
+        self.message_user(request, f"{accepted} proposal(s) accepted.")
 
 
 class AliasInline(admin.TabularInline):

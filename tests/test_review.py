@@ -173,3 +173,31 @@ def test_the_raw_artifact_is_served_as_plain_text(pending: Tenant, client: Clien
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     assert "runs on k8s-prod-1" in response.content.decode()
+
+
+def test_admin_action_approves_through_the_review_service(pending: Tenant, client: Client) -> None:
+    claim = _one(pending, "RUNS_ON")
+    pending.admin.is_staff = pending.admin.is_superuser = True
+    pending.admin.save()
+    client.force_login(pending.admin)
+    response = client.post(
+        "/admin/curation/claim/", {"action": "approve_selected", "_selected_action": [claim.pk]}
+    )
+    assert response.status_code == 302
+    with rls.tenant_context(pending.principal(pending.admin)):
+        claim.refresh_from_db()
+        assert (claim.status, claim.reviewed_by_id) == (ClaimStatus.PUBLISHED, pending.admin.pk)
+        assert AuditEvent.objects.filter(action="review.approve", target_id=str(claim.pk)).exists()
+
+
+def test_admin_episode_page_links_the_raw_artifact(pending: Tenant, client: Client) -> None:
+    claim = _one(pending, "RUNS_ON")
+    with rls.tenant_context(pending.principal(pending.admin)):
+        episode_id = claim.evidence.get().episode_id
+    pending.admin.is_staff = pending.admin.is_superuser = True
+    pending.admin.save()
+    client.force_login(pending.admin)
+    html = client.get(f"/admin/curation/episode/{episode_id}/change/").content.decode()
+    assert f"/review/episodes/{episode_id}/raw" in html
+    html = client.get(f"/admin/curation/claim/{claim.pk}/change/").content.decode()
+    assert f"/claims/{claim.pk}/" in html  # the history links the claim page
