@@ -56,13 +56,13 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 
 
 def _decided(
-    request: HttpRequest, item_id: int, message: str, *, status: int = 200
+    request: HttpRequest, item_id: int, message: str, *, status: int = 200, colspan: int = 7
 ) -> HttpResponse:
     """The answer to a decision: the row's new state for HTMX, else back to the queue."""
     if htmx_partial(request):
         principal = request_principal(request)
         context = {"item_id": item_id, "message": message, "conflict": status == 409,
-                   "counts": selectors.queue_counts(principal)}  # fmt: skip
+                   "counts": selectors.queue_counts(principal), "colspan": colspan}  # fmt: skip
         return render(request, "curation/review.html#decided", context, status=status)
     (messages.error if status >= 400 else messages.success)(request, message)
     return redirect(request.headers.get("Referer") or "/review/")
@@ -135,8 +135,10 @@ def merge_decide(request: HttpRequest, candidate_id: int, action: str) -> HttpRe
     except PermissionDenied as error:
         raise DjangoPermissionDenied(str(error)) from None
     except ValueError as error:
-        return _decided(request, candidate_id, str(error), status=409)
-    return _decided(request, candidate_id, "Merged" if action == "merge" else "Kept apart")
+        return _decided(request, candidate_id, str(error), status=409, colspan=4)
+    return _decided(
+        request, candidate_id, "Merged" if action == "merge" else "Kept apart", colspan=4
+    )
 
 
 @login_required
