@@ -201,3 +201,15 @@ def test_admin_episode_page_links_the_raw_artifact(pending: Tenant, client: Clie
     assert f"/review/episodes/{episode_id}/raw" in html
     html = client.get(f"/admin/curation/claim/{claim.pk}/change/").content.decode()
     assert f"/claims/{claim.pk}/" in html  # the history links the claim page
+
+
+def test_a_nul_character_in_a_reason_is_a_400_not_a_500(pending: Tenant, client: Client) -> None:
+    claim = _one(pending, "RUNS_ON")
+    client.force_login(pending.reviewer)
+    response = client.post(
+        f"/review/claims/{claim.pk}/reject",
+        {"version": claim.version, "reason": "bad\x00reason"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 400
+    assert _one(pending, "RUNS_ON").status == ClaimStatus.PENDING_REVIEW

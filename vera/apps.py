@@ -14,10 +14,12 @@ class VeraConfig(AppConfig):
     verbose_name = "VERA"
 
     def ready(self) -> None:
-        from curation import bootstrap
+        from curation import bootstrap as curation_bootstrap
+        from retrieval import bootstrap as retrieval_bootstrap
 
         from .db import grant_app_role
-        from .wiring import CurationProviders
+        from .wiring import CurationProviders, RetrievalProviders
 
         post_migrate.connect(grant_app_role, dispatch_uid="vera.grant_app_role")
-        bootstrap.install(CurationProviders())
+        curation_bootstrap.install(CurationProviders())
+        retrieval_bootstrap.install(RetrievalProviders())

@@ -18,5 +18,6 @@ urlpatterns = [
     path("api/v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/", include("tenants.api.urls")),
     path("api/v1/", include("curation.api.urls")),
+    path("api/v1/", include("retrieval.api.urls")),
     path("oidc/", include("mozilla_django_oidc.urls")),
 ]

@@ -19,9 +19,10 @@ from django.dispatch import receiver
 from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
-from curation.models import Source
+from curation.models import OutboxJob, Source
 from curation.ports import (
     ContradictionJudge,
+    Embedder,
     EquivalenceJudge,
     Extractor,
     GraphProjection,
@@ -30,6 +31,8 @@ from curation.ports import (
 from curation.services import projection
 from curation.services.ingest import Pipeline
 from curation.services.outbox import Handler
+from retrieval.domain.ranking import Weights
+from retrieval.services.index import index_job
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
 
@@ -68,7 +71,7 @@ def redis_client() -> redis.Redis:
 
 def reset() -> None:
     """Close and forget every built adapter (settings changed, or a worker forked)."""
-    for factory in (graph, redis_client, object_store):
+    for factory in (graph, redis_client, object_store, embedder):
         if factory.cache_info().currsize:
             # Closing a broken client must not stop the reset.
             with contextlib.suppress(Exception):
@@ -157,6 +160,37 @@ def judges() -> tuple[EquivalenceJudge | None, ContradictionJudge | None]:
     )
 
 
+@functools.cache
+def embedder() -> Embedder:
+    """The configured embedder (VERA_EMBEDDER__PROVIDER), wrapped in its caches."""
+    provider = settings.VERA_EMBEDDER__PROVIDER
+    if provider == "hashing":
+        from retrieval.adapters.hashing_embedder import HashingEmbedder
+
+        return HashingEmbedder(dimension=settings.VERA_EMBEDDER__DIMENSION or 256)
+    raise ImproperlyConfigured(
+        f"VERA_EMBEDDER__PROVIDER={provider!r}; choose hashing, minilm, openai or voyage."
+    )
+
+
+class RetrievalProviders:
+    """retrieval.bootstrap.Providers, built from settings."""
+
+    def embedder(self) -> Embedder:
+        return embedder()
+
+    def weights(self) -> Weights:
+        return Weights()
+
+
+def _both(*handlers: Handler) -> Handler:
+    def run(job: OutboxJob) -> None:
+        for handler in handlers:
+            handler(job)
+
+    return run
+
+
 class CurationProviders:
     """curation.bootstrap.Providers, built from settings."""
 
@@ -173,7 +207,11 @@ class CurationProviders:
         return object_store()
 
     def outbox_handlers(self) -> dict[str, Handler]:
+        # The graph and the search index are both projections of the same outbox jobs.
+        index = functools.partial(index_job, embedder=embedder())
         return {
-            "claim.project": functools.partial(projection.project_claim, graph=graph()),
-            "claim.retire": functools.partial(projection.retire_claim, graph=graph()),
+            "claim.project": _both(
+                functools.partial(projection.project_claim, graph=graph()), index
+            ),
+            "claim.retire": _both(functools.partial(projection.retire_claim, graph=graph()), index),
         }

@@ -76,6 +76,8 @@ def _version(request: HttpRequest) -> int:
 
 
 def _decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
+    if any("\x00" in value for value in request.POST.values()):
+        return _decided(request, claim_id, "Text may not contain NUL characters.", status=400)
     actor = request_principal(request)
     version = _version(request)
     reason = request.POST.get("reason", "")

@@ -134,6 +134,12 @@ VERA_OBJECT_STORE__ROOT = env_str("VERA_OBJECT_STORE__ROOT", str(BASE_DIR / "var
 VERA_OBJECT_STORE__BUCKET = env_str("VERA_OBJECT_STORE__BUCKET", "vera-artifacts")
 VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
 
+# --- Embeddings ----------------------------------------------------------------------
+# hashing (offline, deterministic) | minilm (local all-MiniLM-L6-v2) | openai | voyage
+VERA_EMBEDDER__PROVIDER = env_str("VERA_EMBEDDER__PROVIDER", "minilm")
+VERA_EMBEDDER__MODEL = env_str("VERA_EMBEDDER__MODEL", "")
+VERA_EMBEDDER__DIMENSION = env_int("VERA_EMBEDDER__DIMENSION", default=0)
+
 # --- Extraction ----------------------------------------------------------------------
 # An OpenAI-compatible model for free-text extraction; off unless a model is named.
 VERA_EXTRACTOR__LLM_MODEL = env_str("VERA_EXTRACTOR__LLM_MODEL", "")

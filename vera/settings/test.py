@@ -6,6 +6,8 @@ import os
 
 os.environ.setdefault("VERA_MEMORY__GRAPH_BACKEND", "falkordb")
 os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_test")
+# Fast and deterministic by default; the MiniLM path has tests of its own.
+os.environ.setdefault("VERA_EMBEDDER__PROVIDER", "hashing")
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured

@@ -1,0 +1,1 @@
+"""REST entrypoints of the retrieval app."""

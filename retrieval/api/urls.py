@@ -1,0 +1,10 @@
+"""URLs of the retrieval REST API (mounted under /api/v1/)."""
+
+from django.urls import path
+
+from retrieval.api import views
+
+urlpatterns = [
+    path("search", views.SearchView.as_view(), name="api-search"),
+    path("feedback", views.FeedbackView.as_view(), name="api-feedback"),
+]

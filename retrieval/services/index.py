@@ -1,0 +1,98 @@
+"""The search index: a projection of published claims, fed by the outbox, rebuildable."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from curation.domain.tiers import VERIFICATION_SCORE, ClaimStatus, Verification
+from curation.models import Claim, OutboxJob
+from curation.ports import Embedder
+from retrieval.models import GroupEmbedding, SearchDocument
+
+# What the index keeps: what is valid now, and what was valid before (for as_of).
+INDEXED_STATUSES = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
+MAX_TEXT = 4000
+
+
+class DimensionMismatch(Exception):
+    """A group was built with another embedding model or dimension."""
+
+
+def document_text(claim: Claim) -> str:
+    """The fact and the distinct evidence snippets it cites, in one searchable text."""
+    parts = [claim.fact_text]
+    for snippet in claim.evidence.values_list("snippet", flat=True):
+        if snippet and snippet not in parts:
+            parts.append(snippet)
+    return "\n".join(parts)[:MAX_TEXT]
+
+
+def group_embedding_pin(*, group_id: str, embedder: Embedder) -> GroupEmbedding:
+    """The group's recorded model and dimension; the first write records them."""
+    pin, _ = GroupEmbedding.objects.get_or_create(
+        group_id=group_id, defaults={"model": embedder.model, "dimension": embedder.dimension}
+    )
+    if (pin.model, pin.dimension) != (embedder.model, embedder.dimension):
+        raise DimensionMismatch(
+            f"group {group_id} is indexed with {pin.model} ({pin.dimension}); this write uses "
+            f"{embedder.model} ({embedder.dimension}). Reprocess the group to change models."
+        )
+    return pin
+
+
+@transaction.atomic
+def index_claims(*, claim_ids: list[int], embedder: Embedder) -> int:
+    """Upsert (or drop) the index documents of these claims; returns how many are indexed."""
+    claims = list(
+        Claim.objects.filter(pk__in=claim_ids)
+        .select_related("subject")
+        .prefetch_related("evidence")
+    )
+    keep = [c for c in claims if c.status in INDEXED_STATUSES]
+    SearchDocument.objects.filter(claim_id__in=set(claim_ids) - {c.pk for c in keep}).delete()
+    if not keep:
+        return 0
+    for group_id in {c.group_id for c in keep}:
+        group_embedding_pin(group_id=group_id, embedder=embedder)
+    texts = [document_text(claim) for claim in keep]
+    vectors = embedder.embed(texts)
+    for claim, text, vector in zip(keep, texts, vectors, strict=True):
+        SearchDocument.objects.update_or_create(
+            claim=claim,
+            defaults={
+                "group_id": claim.group_id,
+                "text": text,
+                "embedding": vector,
+                "dimension": embedder.dimension,
+                "embedding_model": embedder.model,
+                "status": claim.status,
+                "predicate": claim.predicate,
+                "subject_name": claim.subject.canonical_name[:300],
+                "source_id": claim.source_id,
+                "tier": claim.tier,
+                "authority": claim.authority,
+                "verification": VERIFICATION_SCORE[Verification(claim.verification)],
+                "confidence": claim.confidence,
+                "valid_from": claim.valid_from,
+                "valid_to": claim.valid_to,
+            },
+        )
+    return len(keep)
+
+
+def index_job(job: OutboxJob, *, embedder: Embedder) -> None:
+    """Outbox handler: (re)index the job's claim, whatever its kind (project or retire)."""
+    index_claims(claim_ids=[int(job.payload["claim_id"])], embedder=embedder)
+
+
+def index_rebuild(*, embedder: Embedder, batch: int = 256) -> int:
+    """Re-index every claim visible to the tenant context (after a model change, a restore)."""
+    ids = list(
+        Claim.objects.filter(status__in=INDEXED_STATUSES)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    done = 0
+    for start in range(0, len(ids), batch):
+        done += index_claims(claim_ids=ids[start : start + batch], embedder=embedder)
+    return done

@@ -1,0 +1,168 @@
+"""Search end to end: ingestion -> outbox -> index -> ranked, cited, time-aware hits."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from curation.services.sources import source_create
+from curation.tasks import ingest_now, process_outbox
+from retrieval.adapters.hashing_embedder import HashingEmbedder
+from retrieval.models import SearchDocument, SearchHit
+from retrieval.services.index import DimensionMismatch, index_claims
+from tenants import rls
+from tests.tenancy import Tenant
+
+pytestmark = pytest.mark.django_db
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+SIGNALS = {"relevance", "authority", "verification", "recency", "feedback", "confidence"}
+
+
+def _write(root: Path, name: str, text: str, at: dt.datetime = T0) -> None:
+    (root / name).write_text(text, encoding="utf-8")
+    os.utime(root / name, (at.timestamp(), at.timestamp()))
+
+
+def _ingest(tenant: Tenant, root: Path) -> None:
+    principal = tenant.principal(tenant.admin)
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=tenant.workspace.group_id, name="docs", kind="markdown",
+            config={"root": str(root)}, trust_tier=1,
+        )  # fmt: skip
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    process_outbox()
+
+
+@pytest.fixture
+def corpus(tenant_a: Tenant, tmp_path: Path) -> Tenant:
+    _write(tmp_path, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
+    _write(tmp_path, "ledger.md", "# Ledger\n\nThe ledger-db stores the double-entry books.\n")
+    _write(tmp_path, "hanoi.md", "# Hà Nội\n\nDịch vụ thanh toán chạy trên cụm máy chủ Hà Nội.\n")
+    _ingest(tenant_a, tmp_path)
+    tenant_a.root = tmp_path  # type: ignore[attr-defined]
+    return tenant_a
+
+
+def _search(client: Client, tenant: Tenant, **params: object) -> dict:
+    client.force_login(tenant.admin)
+    response = client.get("/api/v1/search", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_search_returns_ranked_cited_hits_with_their_signals(
+    corpus: Tenant, client: Client
+) -> None:
+    body = _search(client, corpus, q="where does billing-api run", k=5)
+    top = body["hits"][0]
+    assert top["predicate"] in {"RUNS_ON", "STATES"}
+    assert "k8s-prod-1" in top["fact"]
+    assert set(top["signals"]) == SIGNALS
+    assert all(0.0 <= v <= 1.0 for v in top["signals"].values())
+    assert top["citations"][0]["episode"] == "billing.md"
+    assert [h["score"] for h in body["hits"]] == sorted(
+        (h["score"] for h in body["hits"]), reverse=True
+    )
+    with rls.tenant_context(corpus.principal(corpus.admin)):
+        logged = SearchHit.objects.get(pk=top["id"])
+    assert logged.signals == top["signals"]
+
+
+def test_superseded_facts_are_hidden_now_and_visible_as_of_the_past(
+    corpus: Tenant, client: Client
+) -> None:
+    later = T0 + dt.timedelta(days=30)
+    _write(corpus.root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-2.\n", later)
+    principal = corpus.principal(corpus.admin)
+    with rls.tenant_context(principal):
+        from curation.models import Source
+
+        source = Source.objects.get(name="docs")
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    process_outbox()
+    now = _search(client, corpus, q="billing-api runs on", predicate="RUNS_ON")
+    assert [h["fact"] for h in now["hits"]] == ["The billing-api runs on k8s-prod-2."]
+    past = (T0 + dt.timedelta(days=1)).isoformat()
+    then = _search(client, corpus, q="billing-api runs on", predicate="RUNS_ON", as_of=past)
+    assert [(h["fact"], h["status"]) for h in then["hits"]] == [
+        ("The billing-api runs on k8s-prod-1.", "superseded")
+    ]
+
+
+def test_feedback_is_recorded_and_moves_the_feedback_signal(corpus: Tenant, client: Client) -> None:
+    first = _search(client, corpus, q="ledger-db double-entry books")["hits"][0]
+    assert first["signals"]["feedback"] == 0.5  # no votes: neutral
+    response = client.post(
+        "/api/v1/feedback",
+        {"hit_id": first["id"], "helpful": True},
+        content_type="application/json",
+    )
+    assert response.status_code == 201
+    again = _search(client, corpus, q="ledger-db double-entry books")["hits"]
+    same = next(h for h in again if h["claim_id"] == first["claim_id"])
+    assert same["signals"]["feedback"] == pytest.approx(2 / 3)
+
+
+def test_vietnamese_matches_by_its_exact_accented_form(corpus: Tenant, client: Client) -> None:
+    body = _search(client, corpus, q="Hà Nội")
+    assert "Hà Nội" in body["hits"][0]["fact"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": ""},
+        {"q": "   "},
+        {"q": "x" * 2001},
+        {"q": "a", "k": 0},
+        {"q": "a", "k": 101},
+        {"q": "a", "k": "ten"},
+        {"q": "a", "as_of": "yesterday"},
+        {"q": "a", "as_of": "2026-01-01T00:00:00"},
+        {"q": "a", "colour": "red"},
+        {"q": "a", "tier": 9},
+    ],
+)
+def test_bad_queries_are_400_with_a_message(corpus: Tenant, client: Client, params: dict) -> None:
+    client.force_login(corpus.admin)
+    response = client.get("/api/v1/search", params)
+    assert response.status_code == 400
+    assert response.json()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["billing & !ledger | run:*", "'; DROP TABLE claims; --", "\u202e\u0000billing\ufeff", "((("],
+)
+def test_query_syntax_and_unicode_tricks_are_just_text(
+    corpus: Tenant, client: Client, text: str
+) -> None:
+    client.force_login(corpus.admin)
+    response = client.get("/api/v1/search", {"q": text})
+    assert response.status_code in (200, 400)
+    if response.status_code == 400:
+        assert "q" in response.json()
+
+
+def test_another_tenant_finds_nothing(corpus: Tenant, tenant_b: Tenant, client: Client) -> None:
+    assert _search(client, tenant_b, q="billing-api")["hits"] == []
+
+
+def test_a_group_refuses_vectors_of_another_dimension(corpus: Tenant) -> None:
+    with rls.tenant_context(corpus.principal(corpus.admin)):
+        claim_id = SearchDocument.objects.values_list("claim_id", flat=True).first()
+        with pytest.raises(DimensionMismatch, match="Reprocess"):
+            index_claims(claim_ids=[claim_id], embedder=HashingEmbedder(dimension=384))
+
+
+def test_feedback_on_an_unknown_hit_is_404(corpus: Tenant, client: Client) -> None:
+    client.force_login(corpus.admin)
+    response = client.post(
+        "/api/v1/feedback", {"hit_id": 999999, "helpful": True}, content_type="application/json"
+    )
+    assert response.status_code == 404
