@@ -163,14 +163,48 @@ def judges() -> tuple[EquivalenceJudge | None, ContradictionJudge | None]:
 @functools.cache
 def embedder() -> Embedder:
     """The configured embedder (VERA_EMBEDDER__PROVIDER), wrapped in its caches."""
+    from retrieval.adapters import embedders
+
     provider = settings.VERA_EMBEDDER__PROVIDER
     if provider == "hashing":
-        from retrieval.adapters.hashing_embedder import HashingEmbedder
+        return embedders.HashingEmbedder(dimension=settings.VERA_EMBEDDER__DIMENSION or 256)
+    inner: Embedder
+    if provider == "minilm":
+        inner = embedders.MiniLMEmbedder()
+    elif provider == "openai":
+        from openai import OpenAI
 
-        return HashingEmbedder(dimension=settings.VERA_EMBEDDER__DIMENSION or 256)
-    raise ImproperlyConfigured(
-        f"VERA_EMBEDDER__PROVIDER={provider!r}; choose hashing, minilm, openai or voyage."
+        inner = embedders.OpenAIEmbedder(
+            client=OpenAI(api_key=os.environ.get("OPENAI_API_KEY", ""), max_retries=0, timeout=30),
+            model=settings.VERA_EMBEDDER__MODEL or "text-embedding-3-small",
+            dimension=settings.VERA_EMBEDDER__DIMENSION or 1536,
+        )
+    elif provider == "voyage":
+        import voyageai
+
+        inner = embedders.VoyageEmbedder(
+            client=voyageai.Client(api_key=os.environ.get("VOYAGE_API_KEY", ""), max_retries=0),
+            model=settings.VERA_EMBEDDER__MODEL or "voyage-3.5",
+            dimension=settings.VERA_EMBEDDER__DIMENSION or 1024,
+        )
+    else:
+        raise ImproperlyConfigured(
+            f"VERA_EMBEDDER__PROVIDER={provider!r}; choose hashing, minilm, openai or voyage."
+        )
+    # Cache outside, resilience inside: hits never wait for a token or a breaker.
+    resilient = inner if provider == "minilm" else embedders.ResilientEmbedder(inner)
+    cache_redis = redis.Redis.from_url(
+        settings.CACHES["default"]["LOCATION"], socket_connect_timeout=1, socket_timeout=1
     )
+    return embedders.CachedEmbedder(resilient, redis=cache_redis, meter=embedding_meter())
+
+
+@functools.cache
+def embedding_meter() -> Any:
+    """Counts every embedding provider call, its tokens and its cost (cache hits cost nothing)."""
+    from retrieval.adapters.embedders import Meter
+
+    return Meter()
 
 
 class RetrievalProviders:
