@@ -166,3 +166,32 @@ def test_feedback_on_an_unknown_hit_is_404(corpus: Tenant, client: Client) -> No
         "/api/v1/feedback", {"hit_id": 999999, "helpful": True}, content_type="application/json"
     )
     assert response.status_code == 404
+
+
+def test_reindex_with_a_new_model_needs_the_reset_and_then_repins(corpus: Tenant) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from retrieval.models import GroupEmbedding
+
+    out = StringIO()
+    call_command("search_reindex", "--group", corpus.workspace.group_id, stdout=out)
+    assert "indexed" in out.getvalue()
+    with pytest.raises(DimensionMismatch), rls.tenant_context(corpus.principal(corpus.admin)):
+        index_claims(
+            claim_ids=list(SearchDocument.objects.values_list("claim_id", flat=True)[:1]),
+            embedder=HashingEmbedder(dimension=384),
+        )
+    call_command(
+        "search_reindex", "--group", corpus.workspace.group_id, "--reset-model", stdout=out
+    )
+    with rls.tenant_context(corpus.principal(corpus.admin)):
+        assert GroupEmbedding.objects.get().dimension == 256
+
+
+def test_the_portal_search_box_uses_the_same_service(corpus: Tenant, client: Client) -> None:
+    client.force_login(corpus.viewer)
+    html = client.get("/search/", {"q": "billing-api k8s-prod-1"}).content.decode()
+    assert "k8s-prod-1" in html
+    assert "the query is empty" in client.get("/search/", {"q": " ", "k": "5"}).content.decode()

@@ -14,6 +14,7 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("keys/", include("tenants.web.urls")),
     path("", include("curation.web.urls")),
+    path("", include("retrieval.web.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/", include("tenants.api.urls")),

@@ -102,7 +102,7 @@ class CachedEmbedder:
 
     def key(self, text: str) -> str:
         """The cache key of `text` for this model and dimension."""
-        return self._prefix + hashlib.sha256(text.encode()).hexdigest()
+        return self._prefix + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         keys = {text: self.key(text) for text in texts}

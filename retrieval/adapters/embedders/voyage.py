@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-import voyageai
+import voyageai.client
 import voyageai.error
 
 from retrieval.adapters.embedders.base import EmbedResult, checked
@@ -38,7 +38,7 @@ class VoyageEmbedder:
     def __init__(
         self,
         *,
-        client: voyageai.Client,
+        client: voyageai.client.Client,
         model: str = "voyage-3.5",
         dimension: int = 1024,
         input_type: InputType = "document",

@@ -1,0 +1,36 @@
+"""Rebuild the search index from published claims (after a model change, a restore)."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from retrieval import bootstrap
+from retrieval.models import GroupEmbedding, SearchDocument
+from retrieval.services.index import index_rebuild
+from tenants import rls
+from tenants.selectors import principal_system
+
+
+class Command(BaseCommand):
+    help = "Re-embed and re-index claims; --group limits it, --reset-model re-pins the model."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--group", action="append", help="group id (repeatable)")
+        parser.add_argument(
+            "--reset-model",
+            action="store_true",
+            help="drop the group's index and model pin first (required to change models)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        embedder = bootstrap.providers().embedder()
+        principal = principal_system("reindex", group_ids=options["group"])
+        with rls.tenant_context(principal):
+            if options["reset_model"]:
+                SearchDocument.objects.all().delete()
+                GroupEmbedding.objects.all().delete()
+            count = index_rebuild(embedder=embedder)
+        self.stdout.write(f"indexed {count} claims with {embedder.model} ({embedder.dimension})")

@@ -1,0 +1,1 @@
+"""HTMX pages of the retrieval app."""
