@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DB_NAME = "vera_bench"
+DB_NAME = os.environ.get("VERA_BENCH_DB", "vera_bench")
 
 
 def _service_env() -> dict[str, str]:
@@ -74,3 +74,14 @@ def timed() -> Iterator[list[float]]:
     started = time.perf_counter()
     yield box
     box.append(time.perf_counter() - started)
+
+
+def analyze() -> None:
+    """Refresh planner statistics after bulk loading, as autovacuum would a little later.
+
+    Runs as the owner role (DATABASE_URL still names it here); the app role may not.
+    """
+    import psycopg
+
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+        conn.execute("ANALYZE")

@@ -14,7 +14,7 @@ import statistics
 import sys
 import time
 
-from bench.common import setup_django
+from bench.common import analyze, setup_django
 
 
 def _percentiles(samples: list[float]) -> str:
@@ -49,9 +49,10 @@ def main() -> int:
     principal = principal_for_user(reviewer.pk, label="bench")
     started = time.perf_counter()
     ids = make_pending(principal=principal, group_id=workspace.group_id, count=args.pending)
+    analyze()
     print(f"setup            {len(ids)} pending claims in {time.perf_counter() - started:.1f} s")
 
-    client = Client()
+    client = Client(HTTP_HOST="localhost")  # an allowed host of the local settings
     client.force_login(reviewer)
     pages = ["/review/", "/review/?page=7", "/review/?sort=newest", "/review/?entity=svc-42"]
     client.get(pages[0])  # warm caches and templates

@@ -246,6 +246,8 @@ class Claim(models.Model):
         indexes = [
             models.Index(fields=["subject", "predicate", "status"], name="claim_current_idx"),
             models.Index(fields=["group_id", "status"], name="claim_group_status_idx"),
+            # Review queues page through a status in recorded order; LIMIT stops early.
+            models.Index(fields=["status", "recorded_at", "id"], name="claim_queue_order_idx"),
         ]
 
     def __str__(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Evidence, MergeCandidate, Source
@@ -64,19 +64,36 @@ def review_queue(
         queryset = queryset.filter(subject__canonical_name__icontains=filters["entity"])
     if filters.get("tier"):
         queryset = queryset.filter(tier=filters["tier"])
-    current = Claim.objects.filter(
-        subject_id=OuterRef("subject_id"),
-        predicate=OuterRef("predicate"),
-        status=ClaimStatus.PUBLISHED,
-    ).order_by("-valid_from")
     return (
         queryset.select_related("subject", "object_entity", "source")
-        .annotate(current_fact=Subquery(current.values("fact_text")[:1]))
         .prefetch_related(
             Prefetch("evidence", queryset=Evidence.objects.select_related("episode").order_by("pk"))
         )
         .order_by(*SORTS.get(sort, SORTS["oldest"]))
     )
+
+
+def attach_current_values(claims: list[Claim]) -> list[Claim]:
+    """Set `current_fact` on each claim: the published value it would supersede, if any.
+
+    One query for the page (a per-row subquery would run for the whole queue before
+    the page is cut).
+    """
+    keys = {(claim.subject_id, claim.predicate) for claim in claims}
+    current: dict[tuple[int, str], str] = {}
+    if keys:
+        condition = Q()
+        for subject_id, predicate in keys:
+            condition |= Q(subject_id=subject_id, predicate=predicate)
+        rows = (
+            Claim.objects.filter(condition, status=ClaimStatus.PUBLISHED)
+            .order_by("valid_from")
+            .values_list("subject_id", "predicate", "fact_text")
+        )
+        current = {(subject_id, predicate): fact for subject_id, predicate, fact in rows}
+    for claim in claims:
+        claim.current_fact = current.get((claim.subject_id, claim.predicate))  # type: ignore[attr-defined]
+    return claims
 
 
 def queue_counts(principal: Principal) -> dict[str, int]:

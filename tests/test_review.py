@@ -213,3 +213,18 @@ def test_a_nul_character_in_a_reason_is_a_400_not_a_500(pending: Tenant, client:
     )
     assert response.status_code == 400
     assert _one(pending, "RUNS_ON").status == ClaimStatus.PENDING_REVIEW
+
+
+def test_the_queue_shows_the_published_value_an_approval_would_supersede(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    published, pending = tmp_path / "a", tmp_path / "b"
+    published.mkdir()
+    pending.mkdir()
+    (published / "x.md").write_text("# X\n\nThe billing-api runs on k8s-prod-1.\n")
+    (pending / "y.md").write_text("# Y\n\nThe billing-api runs on k8s-prod-2.\n")
+    _ingest(tenant_a, published, tier=1, name="cmdb-like")
+    _ingest(tenant_a, pending, tier=3, name="wiki")
+    client.force_login(tenant_a.reviewer)
+    html = client.get("/review/", {"predicate": "RUNS_ON"}).content.decode()
+    assert "<del>The billing-api runs on k8s-prod-1.</del>" in html

@@ -36,6 +36,8 @@ def _queue_context(request: HttpRequest) -> dict[str, object]:
             principal=principal, status=status, filters=filters, sort=sort
         )
     page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    if queue != "merges":
+        page.object_list = selectors.attach_current_values(list(page.object_list))
     return {
         "queue": queue if queue in {*QUEUES, "merges"} else "claims",
         "page": page,
