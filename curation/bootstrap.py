@@ -6,11 +6,12 @@ providers in at start-up, as cosmicpython's bootstrap does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
-from curation.models import Source
+from curation.models import OutboxJob, Source
 from curation.ports import GraphProjection, ObjectStore
 from curation.services.ingest import Pipeline
 from curation.services.outbox import Handler
@@ -28,6 +29,8 @@ class Providers(Protocol):
     def object_store(self) -> ObjectStore: ...
 
     def outbox_handlers(self) -> dict[str, Handler]: ...
+
+    def outbox_prepare(self) -> Callable[[list[OutboxJob]], None] | None: ...
 
 
 _installed: Providers | None = None

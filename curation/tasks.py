@@ -67,11 +67,12 @@ def schedule_sources() -> int:
 @shared_task(name="curation.process_outbox")
 def process_outbox() -> dict[str, int]:
     """Project published claims into the graph; batches until the due queue is empty."""
-    handlers = bootstrap.providers().outbox_handlers()
+    providers = bootstrap.providers()
+    handlers, prepare = providers.outbox_handlers(), providers.outbox_prepare()
     totals: dict[str, int] = {}
     for _ in range(OUTBOX_BATCHES_PER_RUN):
         with rls.tenant_context(principal_system("outbox")):
-            counts = outbox_process(handlers=handlers)
+            counts = outbox_process(handlers=handlers, prepare=prepare)
         for outcome, count in counts.items():
             totals[outcome] = totals.get(outcome, 0) + count
         if not counts:

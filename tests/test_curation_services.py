@@ -203,3 +203,15 @@ def test_cmdb_export_becomes_structured_claims(tenant_a: Tenant, tmp_path: Path)
         assert runs_on.subject.canonical_name == "billing-api"
         assert runs_on.object_entity.canonical_name == "k8s-prod-1"
         assert runs_on.confidence >= 0.9
+
+
+def test_a_failing_batch_preparation_costs_no_job(ws: Tenant) -> None:
+    job = _job(ws)
+
+    def broken_prepare(_: list[OutboxJob]) -> None:
+        raise RuntimeError("model unavailable")
+
+    done = outbox_process(handlers={"claim.project": lambda _: None}, prepare=broken_prepare)
+    assert done == {"done": 1}
+    job.refresh_from_db()
+    assert job.status == OutboxJob.Status.DONE

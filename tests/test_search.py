@@ -195,3 +195,40 @@ def test_the_portal_search_box_uses_the_same_service(corpus: Tenant, client: Cli
     html = client.get("/search/", {"q": "billing-api k8s-prod-1"}).content.decode()
     assert "k8s-prod-1" in html
     assert "the query is empty" in client.get("/search/", {"q": " ", "k": "5"}).content.decode()
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[int] = []
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.calls.append(len(texts))
+        return super().embed(texts)
+
+
+def test_a_batch_is_embedded_in_one_model_call(tenant_a: Tenant, tmp_path: Path) -> None:
+    from curation.models import OutboxJob
+    from curation.services.outbox import outbox_process
+    from retrieval.adapters.embedders import CachedEmbedder
+    from retrieval.services.index import index_job, index_prepare
+
+    _write(tmp_path, "a.md", "# A\n\nThe api-a runs on node-1.\n")
+    _write(tmp_path, "b.md", "# B\n\nThe api-b runs on node-2.\n")
+    principal = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=tenant_a.workspace.group_id, name="docs", kind="markdown",
+            config={"root": str(tmp_path)}, trust_tier=1,
+        )  # fmt: skip
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    counting = CountingEmbedder()
+    cached = CachedEmbedder(counting)
+    with rls.tenant_context(principal):
+        jobs = OutboxJob.objects.filter(kind="claim.project").count()
+        outcome = outbox_process(
+            handlers={"claim.project": lambda job: index_job(job, embedder=cached)},
+            prepare=lambda batch: index_prepare(batch, embedder=cached),
+        )
+    assert outcome == {"done": jobs}
+    assert counting.calls == [jobs]  # one call for the batch, every job a cache hit

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -32,7 +33,7 @@ from curation.services import projection
 from curation.services.ingest import Pipeline
 from curation.services.outbox import Handler
 from retrieval.domain.ranking import Weights
-from retrieval.services.index import index_job
+from retrieval.services.index import index_job, index_prepare
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
 
@@ -249,3 +250,6 @@ class CurationProviders:
             ),
             "claim.retire": _both(functools.partial(projection.retire_claim, graph=graph()), index),
         }
+
+    def outbox_prepare(self) -> Callable[[list[OutboxJob]], None]:
+        return functools.partial(index_prepare, embedder=embedder())

@@ -55,18 +55,29 @@ def _run(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:
 
 @transaction.atomic
 def outbox_process(
-    *, handlers: Mapping[str, Handler], limit: int = 200, max_attempts: int = MAX_ATTEMPTS
+    *,
+    handlers: Mapping[str, Handler],
+    limit: int = 200,
+    max_attempts: int = MAX_ATTEMPTS,
+    prepare: Callable[[list[OutboxJob]], None] | None = None,
 ) -> Counter[str]:
     """Run up to `limit` due jobs visible to the current tenant context; counts by outcome.
 
     Jobs are locked FOR UPDATE SKIP LOCKED, so several workers share the queue without
-    running a job twice.
+    running a job twice. `prepare` sees the whole batch first (e.g. to embed every text
+    in one model call); a failure there only costs the batching, never a job.
     """
     jobs = list(
         OutboxJob.objects.select_for_update(skip_locked=True)
         .filter(status=OutboxJob.Status.PENDING, available_at__lte=timezone.now())
         .order_by("available_at", "pk")[:limit]
     )
+    if prepare is not None and jobs:
+        try:
+            with transaction.atomic():
+                prepare(jobs)
+        except Exception:  # the jobs still run, one by one, and fail on their own
+            logger.warning("outbox batch preparation failed", exc_info=True)
     return Counter(_run(job, handlers.get(job.kind), max_attempts) for job in jobs)
 
 

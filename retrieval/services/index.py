@@ -80,6 +80,17 @@ def index_claims(*, claim_ids: list[int], embedder: Embedder) -> int:
     return len(keep)
 
 
+def index_prepare(jobs: list[OutboxJob], *, embedder: Embedder) -> None:
+    """Embed a batch's texts in one call, so each job's own embedding is a cache hit."""
+    ids = [int(job.payload["claim_id"]) for job in jobs if "claim_id" in job.payload]
+    claims = Claim.objects.filter(pk__in=ids, status__in=INDEXED_STATUSES).prefetch_related(
+        "evidence"
+    )
+    texts = [document_text(claim) for claim in claims]
+    if texts:
+        embedder.embed(texts)
+
+
 def index_job(job: OutboxJob, *, embedder: Embedder) -> None:
     """Outbox handler: (re)index the job's claim, whatever its kind (project or retire)."""
     index_claims(claim_ids=[int(job.payload["claim_id"])], embedder=embedder)
