@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from curation.adapters.connectors.http import ResilientHttp
+from curation.adapters.connectors.http import OwnsHttp, ResilientHttp
 from curation.adapters.connectors.storage_text import storage_to_text
 from curation.adapters.connectors.timefeed import (
     TimeCursor,
@@ -26,7 +26,7 @@ def _cql_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-class ConfluenceConnector:
+class ConfluenceConnector(OwnsHttp):
     """Connector over Confluence Cloud's CQL content search, oldest change first.
 
     `query_tz` is the zone Confluence reads CQL dates in (the site's, not UTC, on Cloud);
@@ -53,17 +53,11 @@ class ConfluenceConnector:
         self._headers = {"Authorization": f"Bearer {token}"}
         self._space = space
         self._page_size = page_size
-        self._owns_http = http is None
-        self._http = http or ResilientHttp()
+        self._use_http(http)
         self._query_tz = query_tz
 
     def __repr__(self) -> str:
         return f"ConfluenceConnector({self._base!r}, space={self._space!r})"
-
-    def close(self) -> None:
-        """Release the HTTP client if this connector created it."""
-        if self._owns_http:
-            self._http.close()
 
     def cql(self, since: dt.datetime | None) -> str:
         """The CQL that finds pages changed at or after `since`'s minute, oldest first."""

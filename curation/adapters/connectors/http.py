@@ -219,3 +219,19 @@ class ResilientHttp:
             cap_s=self._policy.backoff_cap_s,
             rng=self._rng,
         )
+
+
+class OwnsHttp:
+    """Mixin for connectors that may create their HTTP client and must then close it."""
+
+    _http: ResilientHttp
+    _owns_http: bool
+
+    def _use_http(self, http: ResilientHttp | None) -> None:
+        self._owns_http = http is None
+        self._http = http or ResilientHttp()
+
+    def close(self) -> None:
+        """Release the HTTP client if this connector created it."""
+        if self._owns_http:
+            self._http.close()

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from curation.adapters.connectors.http import ResilientHttp
+from curation.adapters.connectors.http import OwnsHttp, ResilientHttp
 from curation.adapters.connectors.timefeed import (
     TimeCursor,
     parse_cursor,
@@ -24,7 +24,7 @@ _FIELDS = (
 _JQL_DATE = "%Y-%m-%d %H:%M"
 
 
-class JiraConnector:
+class JiraConnector(OwnsHttp):
     """Connector over Jira's JQL search, oldest update first, paged by startAt/total.
 
     `query_tz` is the zone Jira reads JQL dates in (the token user's profile zone); the
@@ -54,17 +54,11 @@ class JiraConnector:
         self._headers = {"Authorization": f"Bearer {token}"}
         self._filter = jql.strip()
         self._page_size = page_size
-        self._owns_http = http is None
-        self._http = http or ResilientHttp()
+        self._use_http(http)
         self._query_tz = query_tz
 
     def __repr__(self) -> str:
         return f"JiraConnector({self._base!r}, jql={self._filter!r})"
-
-    def close(self) -> None:
-        """Release the HTTP client if this connector created it."""
-        if self._owns_http:
-            self._http.close()
 
     def jql(self, since: dt.datetime | None) -> str:
         """The configured filter AND updated at or after `since`'s minute, oldest first."""

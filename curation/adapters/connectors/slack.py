@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
-from curation.adapters.connectors.http import ResilientHttp
+from curation.adapters.connectors.http import OwnsHttp, ResilientHttp
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
 
@@ -54,7 +54,7 @@ def ts_time(ts: str) -> dt.datetime:
     return dt.datetime.fromtimestamp(int(seconds), dt.UTC) + dt.timedelta(microseconds=micros)
 
 
-class SlackConnector:
+class SlackConnector(OwnsHttp):
     """Connector over conversations.history for one channel (see the module docstring)."""
 
     kind = "slack"
@@ -76,16 +76,10 @@ class SlackConnector:
         self._channel = channel
         self._url = base_url.rstrip("/") + "/conversations.history"
         self._page_size = page_size
-        self._owns_http = http is None
-        self._http = http or ResilientHttp()
+        self._use_http(http)
 
     def __repr__(self) -> str:
         return f"SlackConnector(channel={self._channel!r})"
-
-    def close(self) -> None:
-        """Release the HTTP client if this connector created it."""
-        if self._owns_http:
-            self._http.close()
 
     def pages(self, *, cursor: str | None) -> Iterator[FetchPage]:
         """Yield the channel's messages newer than `cursor`, newest page first."""
