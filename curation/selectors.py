@@ -48,7 +48,7 @@ SORTS = {
 
 def reviewable_groups(principal: Principal) -> list[str]:
     """Groups where the principal may decide (reviewer or above)."""
-    return sorted(group for group, role in principal.roles.items() if role >= Role.REVIEWER)
+    return principal.groups_at_least(Role.REVIEWER)
 
 
 def review_queue(

@@ -52,16 +52,14 @@ def principal_for_api_key(key: ApiKey) -> Principal:
 
 def scopes_administered(principal: Principal) -> QuerySet[Scope]:
     """Scopes where the principal holds admin or above."""
-    groups = [group for group, role in principal.roles.items() if role >= Role.ADMIN]
-    return Scope.objects.filter(group_id__in=groups).order_by("name")
+    return Scope.objects.filter(group_id__in=principal.groups_at_least(Role.ADMIN)).order_by("name")
 
 
 def api_keys_visible(principal: Principal) -> QuerySet[ApiKey]:
     """Keys in scopes the principal administers, plus the principal's own (RLS applies too)."""
-    administered = [group for group, role in principal.roles.items() if role >= Role.ADMIN]
     own = ApiKey.objects.filter(owner_id=principal.user_id)
     return (
-        (ApiKey.objects.filter(group_id__in=administered) | own)
+        (ApiKey.objects.filter(group_id__in=principal.groups_at_least(Role.ADMIN)) | own)
         .select_related("owner", "scope", "created_by")
         .order_by("-created_at")
     )
@@ -69,7 +67,7 @@ def api_keys_visible(principal: Principal) -> QuerySet[ApiKey]:
 
 def audit_events(principal: Principal) -> QuerySet[AuditEvent]:
     """Audit events of the groups the principal administers (its personal scope included)."""
-    administered = [group for group, role in principal.roles.items() if role >= Role.ADMIN]
+    administered = principal.groups_at_least(Role.ADMIN)
     return AuditEvent.objects.filter(group_id__in=administered).order_by("-created_at")
 
 

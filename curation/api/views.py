@@ -34,9 +34,8 @@ class SourceListView(generics.ListAPIView):
     serializer_class = SourceSerializer
 
     def get_queryset(self) -> QuerySet[Source]:
-        principal = principal_of(self.request)
-        admin_of = [g for g, r in principal.roles.items() if r >= Role.ADMIN]
-        return Source.objects.filter(group_id__in=admin_of).order_by("name")
+        administered = principal_of(self.request).groups_at_least(Role.ADMIN)
+        return Source.objects.filter(group_id__in=administered).order_by("name")
 
     @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
     def post(self, request: Request) -> Response:

@@ -36,6 +36,10 @@ class Principal:
     def role_in(self, group_id: str) -> Role | None:
         return self.roles.get(group_id)
 
+    def groups_at_least(self, role: Role) -> list[str]:
+        """The groups where the principal holds `role` or above, sorted."""
+        return sorted(group for group, held in self.roles.items() if held >= role)
+
     def can(self, role: Role, group_id: str) -> bool:
         held = self.roles.get(group_id)
         return held is not None and held >= role
