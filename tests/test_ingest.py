@@ -279,3 +279,17 @@ def test_even_a_superuser_sees_no_other_tenants_rows_in_the_admin(
     assert _admin_rows(client, model) > 0  # the rows exist ...
     client.force_login(tenant_a.admin)
     assert _admin_rows(client, model) == 0  # ... and Postgres hides them from A
+
+
+def test_reingesting_an_artifact_with_an_overlong_id_is_a_no_op(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    deep = tmp_path / ("a" * 200) / ("b" * 200) / ("c" * 200)
+    deep.mkdir(parents=True)
+    _write(deep, "runbook.md", "# Runbook\n\nThe billing-api runs on k8s-prod-1.\n")
+    source = _source(tenant_a, tmp_path)
+    assert ingest_now(source_id=source.pk, group_id=source.group_id).new == 1
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        Source.objects.filter(pk=source.pk).update(cursor=None)
+    again = ingest_now(source_id=source.pk, group_id=source.group_id)
+    assert (again.new, again.unchanged, again.failed) == (0, 1, 0)

@@ -169,21 +169,37 @@ def _process(
     return counts
 
 
+EXTERNAL_ID_MAX = 500  # Episode.external_id's length
+
+
+def _seen(source: Source, external_id: str, digest: str) -> bool:
+    """Whether these bytes of this artifact are already an episode (content-hash idempotency).
+
+    The id is cut exactly as it is stored, so overlong ids are recognised too.
+    """
+    return Episode.objects.filter(
+        source=source, external_id=external_id[:EXTERNAL_ID_MAX], content_hash=digest
+    ).exists()
+
+
+def _object_key(source: Source, digest: str) -> str:
+    """Where an artifact's bytes live: content-addressed under the group and source."""
+    return f"{source.group_id}/{source.pk}/{digest}"
+
+
 def _failed_episode(source: Source, failure: RecordFailure, pipeline: Pipeline) -> bool:
     """Record a failure once per (artifact, content or reason); False if already recorded."""
     digest = content_hash(failure.content or f"failure:{failure.reason}".encode())
-    if Episode.objects.filter(
-        source=source, external_id=failure.external_id, content_hash=digest
-    ).exists():
+    if _seen(source, failure.external_id, digest):
         return False
     key = ""
     if failure.content:
-        key = f"{source.group_id}/{source.pk}/{digest}"
+        key = _object_key(source, digest)
         pipeline.store.put(key, failure.content, content_type="application/octet-stream")
     Episode.objects.create(
         group_id=source.group_id,
         source=source,
-        external_id=failure.external_id[:500],
+        external_id=failure.external_id[:EXTERNAL_ID_MAX],
         url=failure.url[:2000],
         content_hash=digest,
         object_key=key,
@@ -199,19 +215,17 @@ def _ingest_record(
     source: Source, record: SourceRecord, pipeline: Pipeline, report: IngestReport
 ) -> None:
     digest = content_hash(record.content)
-    if Episode.objects.filter(
-        source=source, external_id=record.external_id, content_hash=digest
-    ).exists():
+    if _seen(source, record.external_id, digest):
         report.unchanged += 1
         return
-    key = f"{source.group_id}/{source.pk}/{digest}"
+    key = _object_key(source, digest)
     pipeline.store.put(key, record.content, content_type=record.mime or "application/octet-stream")
     try:
         with transaction.atomic():
             episode = Episode.objects.create(
                 group_id=source.group_id,
                 source=source,
-                external_id=record.external_id[:500],
+                external_id=record.external_id[:EXTERNAL_ID_MAX],
                 url=record.url[:2000],
                 title=record.title[:500],
                 content_hash=digest,
@@ -229,9 +243,7 @@ def _ingest_record(
         raise  # the database is gone: stop the run, the page is retried next time
     except IntegrityError as error:
         report.entities.clear()  # entities made in the rolled-back savepoint are gone
-        if Episode.objects.filter(
-            source=source, external_id=record.external_id, content_hash=digest
-        ).exists():
+        if _seen(source, record.external_id, digest):
             report.unchanged += 1  # a concurrent run stored it first
             return
         _reject(source, record, f"integrity error: {error}".splitlines()[0], pipeline, report)
