@@ -61,25 +61,31 @@ def api_key_issue(
         raise PermissionDenied("a key cannot reach beyond its owner's or its issuer's role")
     if expires_at is not None and expires_at <= timezone.now():
         raise ValueError("the expiry must be in the future")
-    new = keys.generate()
-    key = ApiKey.objects.create(
-        prefix=new.prefix,
-        secret_hash=new.secret_hash,
+    issued = _store_new_key(
+        actor=actor,
         name=name,
         owner_id=owner_id,
-        scope=scope,
+        scope_id=scope.pk,
         group_id=scope.group_id,
         role_ceiling=int(role_ceiling),
-        created_by_id=actor.user_id,
         expires_at=expires_at,
     )
     audit_record(
         principal=actor,
         group_id=scope.group_id,
         action="api_key.issue",
-        target=("api_key", key.prefix),
+        target=("api_key", issued.key.prefix),
         data={"owner_id": owner_id, "ceiling": role_ceiling.name.lower(), "name": name},
         ip_address=ip_address,
+    )
+    return issued
+
+
+def _store_new_key(*, actor: Principal, **fields: object) -> IssuedKey:
+    """A fresh secret for a new key row; only its hash is stored."""
+    new = keys.generate()
+    key = ApiKey.objects.create(
+        prefix=new.prefix, secret_hash=new.secret_hash, created_by_id=actor.user_id, **fields
     )
     return IssuedKey(key=key, plaintext=new.plaintext)
 
@@ -116,28 +122,25 @@ def api_key_rotate(*, actor: Principal, key_id: int, ip_address: str | None = No
         raise ValueError("a revoked key cannot be rotated; issue a new one")
     old.revoked_at = timezone.now()
     old.save(update_fields=["revoked_at"])
-    new = keys.generate()
-    key = ApiKey.objects.create(
-        prefix=new.prefix,
-        secret_hash=new.secret_hash,
+    issued = _store_new_key(
+        actor=actor,
         name=old.name,
         owner_id=old.owner_id,
         scope_id=old.scope_id,
         group_id=old.group_id,
         role_ceiling=old.role_ceiling,
-        created_by_id=actor.user_id,
         expires_at=old.expires_at,
         rotated_from=old,
     )
     audit_record(
         principal=actor,
-        group_id=key.group_id,
+        group_id=old.group_id,
         action="api_key.rotate",
-        target=("api_key", key.prefix),
+        target=("api_key", issued.key.prefix),
         data={"replaces": old.prefix},
         ip_address=ip_address,
     )
-    return IssuedKey(key=key, plaintext=new.plaintext)
+    return issued
 
 
 def api_key_authenticate(token: str) -> Principal | None:
