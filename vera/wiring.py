@@ -114,19 +114,29 @@ def source_secret(source: Source) -> str | None:
     return value
 
 
+def openai_client(*, timeout: float, base_url: str = "", max_retries: int = 2) -> Any:
+    """An OpenAI(-compatible) client; the key comes from OPENAI_API_KEY, never a setting row."""
+    from openai import OpenAI
+
+    api_key = os.environ.get("OPENAI_API_KEY", "")
+    if not api_key:
+        # A ValueError, like every other missing secret: a run fails with this reason.
+        raise ValueError("environment variable OPENAI_API_KEY is not set")
+    return OpenAI(
+        api_key=api_key,
+        base_url=base_url or None,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
 def extractors_for(source: Source) -> list[Extractor]:
     """Structured fields need no model; free text gets rules (and an LLM when enabled)."""
     free_text: list[Extractor] = [RuleBasedExtractor()]
     if settings.VERA_EXTRACTOR__LLM_MODEL:
-        from openai import OpenAI
-
         from curation.adapters.extractors.llm import LLMExtractor
 
-        client = OpenAI(
-            api_key=os.environ.get("OPENAI_API_KEY", ""),
-            base_url=settings.VERA_EXTRACTOR__LLM_BASE_URL or None,
-            timeout=60,
-        )
+        client = openai_client(base_url=settings.VERA_EXTRACTOR__LLM_BASE_URL, timeout=60)
         free_text.append(LLMExtractor(client=client, model=settings.VERA_EXTRACTOR__LLM_MODEL))
     if source.kind == "cmdb":
         return [StructuredExtractor()]
@@ -140,15 +150,9 @@ def judges() -> tuple[EquivalenceJudge | None, ContradictionJudge | None]:
     """The LLM judges (VERA_JUDGE__LLM_MODEL), or (None, None): then nothing is merged."""
     if not settings.VERA_JUDGE__LLM_MODEL:
         return None, None
-    from openai import OpenAI
-
     from curation.adapters.judges import LLMContradictionJudge, LLMEquivalenceJudge
 
-    client = OpenAI(
-        api_key=os.environ.get("OPENAI_API_KEY", ""),
-        base_url=settings.VERA_JUDGE__LLM_BASE_URL or None,
-        timeout=30,
-    )
+    client = openai_client(base_url=settings.VERA_JUDGE__LLM_BASE_URL, timeout=30)
     model, threshold = settings.VERA_JUDGE__LLM_MODEL, settings.VERA_JUDGE__THRESHOLD
     return (
         LLMEquivalenceJudge(
@@ -173,10 +177,9 @@ def embedder() -> Embedder:
     if provider == "minilm":
         inner = embedders.MiniLMEmbedder()
     elif provider == "openai":
-        from openai import OpenAI
-
         inner = embedders.OpenAIEmbedder(
-            client=OpenAI(api_key=os.environ.get("OPENAI_API_KEY", ""), max_retries=0, timeout=30),
+            # Our ResilientEmbedder retries; the client's own retries would multiply them.
+            client=openai_client(timeout=30, max_retries=0),
             model=settings.VERA_EMBEDDER__MODEL or "text-embedding-3-small",
             dimension=settings.VERA_EMBEDDER__DIMENSION or 1536,
         )
@@ -193,7 +196,18 @@ def embedder() -> Embedder:
             f"VERA_EMBEDDER__PROVIDER={provider!r}; choose hashing, minilm, openai or voyage."
         )
     # Cache outside, resilience inside: hits never wait for a token or a breaker.
-    resilient = inner if provider == "minilm" else embedders.ResilientEmbedder(inner)
+    resilient = inner
+    if provider != "minilm":  # a local model needs no breaker or rate limit
+        from retrieval.domain.resilience import CircuitBreaker, TokenBucket
+
+        resilient = embedders.ResilientEmbedder(
+            inner,
+            breaker=CircuitBreaker(failure_threshold=5, reset_after_s=30.0),
+            bucket=TokenBucket(
+                rate_per_s=settings.VERA_EMBEDDER__RATE_PER_S,
+                burst=settings.VERA_EMBEDDER__RATE_PER_S,
+            ),
+        )
     cache_redis = redis.Redis.from_url(
         settings.CACHES["default"]["LOCATION"], socket_connect_timeout=1, socket_timeout=1
     )

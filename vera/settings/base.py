@@ -139,6 +139,8 @@ VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
 VERA_EMBEDDER__PROVIDER = env_str("VERA_EMBEDDER__PROVIDER", "minilm")
 VERA_EMBEDDER__MODEL = env_str("VERA_EMBEDDER__MODEL", "")
 VERA_EMBEDDER__DIMENSION = env_int("VERA_EMBEDDER__DIMENSION", default=0)
+# Provider requests per second (hosted embedders only).
+VERA_EMBEDDER__RATE_PER_S = env_int("VERA_EMBEDDER__RATE_PER_S", default=10)
 
 # --- Extraction ----------------------------------------------------------------------
 # An OpenAI-compatible model for free-text extraction; off unless a model is named.

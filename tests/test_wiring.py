@@ -1,0 +1,63 @@
+"""The composition root builds every configured backend, and says what is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from vera import wiring
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "dimension"),
+    [
+        ("hashing", "hashing-v1-256", 256),
+        ("minilm", "all-MiniLM-L6-v2", 384),
+        ("openai", "text-embedding-3-small", 1536),
+        ("voyage", "voyage-3.5", 1024),
+    ],
+)
+def test_every_embedder_provider_builds_from_settings(
+    settings, monkeypatch: pytest.MonkeyPatch, provider: str, model: str, dimension: int
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("VOYAGE_API_KEY", "test-key")
+    settings.VERA_EMBEDDER__PROVIDER = provider
+    embedder = wiring.embedder()
+    assert (embedder.model, embedder.dimension) == (model, dimension)
+
+
+def test_an_unknown_embedder_provider_is_a_configuration_error(settings) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.VERA_EMBEDDER__PROVIDER = "word2vec"
+    with pytest.raises(ImproperlyConfigured, match="word2vec"):
+        wiring.embedder()
+
+
+def test_a_missing_openai_key_is_a_clear_value_error(
+    settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings.VERA_JUDGE__LLM_MODEL = "gpt-test"
+    with pytest.raises(ValueError, match="OPENAI_API_KEY is not set"):
+        wiring.judges()
+
+
+@pytest.mark.django_db
+def test_an_llm_extractor_without_its_key_fails_the_run_with_the_reason(
+    settings, monkeypatch: pytest.MonkeyPatch, tenant_a, tmp_path
+) -> None:
+    from curation.services.sources import source_create
+    from curation.tasks import ingest_now
+    from tenants import rls
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings.VERA_EXTRACTOR__LLM_MODEL = "gpt-test"
+    principal = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=tenant_a.workspace.group_id, name="docs", kind="markdown",
+            config={"root": str(tmp_path)}, trust_tier=1,
+        )  # fmt: skip
+    report = ingest_now(source_id=source.pk, group_id=source.group_id)
+    assert report.error == "environment variable OPENAI_API_KEY is not set"
