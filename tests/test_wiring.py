@@ -61,3 +61,12 @@ def test_an_llm_extractor_without_its_key_fails_the_run_with_the_reason(
         )  # fmt: skip
     report = ingest_now(source_id=source.pk, group_id=source.group_id)
     assert report.error == "environment variable OPENAI_API_KEY is not set"
+
+
+def test_a_missing_voyage_key_is_a_clear_value_error(
+    settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    settings.VERA_EMBEDDER__PROVIDER = "voyage"
+    with pytest.raises(ValueError, match="VOYAGE_API_KEY is not set"):
+        wiring.embedder()

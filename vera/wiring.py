@@ -106,11 +106,14 @@ def object_store() -> ObjectStore:
 
 def source_secret(source: Source) -> str | None:
     """The source's secret from the environment variable it names (never from the row)."""
-    if not source.token_env:
-        return None
-    value = os.environ.get(source.token_env, "")
+    return required_env(source.token_env) if source.token_env else None
+
+
+def required_env(name: str) -> str:
+    """A secret from the environment; a ValueError (a run fails with this reason) if unset."""
+    value = os.environ.get(name, "")
     if not value:
-        raise ValueError(f"environment variable {source.token_env} is not set")
+        raise ValueError(f"environment variable {name} is not set")
     return value
 
 
@@ -118,12 +121,8 @@ def openai_client(*, timeout: float, base_url: str = "", max_retries: int = 2) -
     """An OpenAI(-compatible) client; the key comes from OPENAI_API_KEY, never a setting row."""
     from openai import OpenAI
 
-    api_key = os.environ.get("OPENAI_API_KEY", "")
-    if not api_key:
-        # A ValueError, like every other missing secret: a run fails with this reason.
-        raise ValueError("environment variable OPENAI_API_KEY is not set")
     return OpenAI(
-        api_key=api_key,
+        api_key=required_env("OPENAI_API_KEY"),
         base_url=base_url or None,
         timeout=timeout,
         max_retries=max_retries,
@@ -187,7 +186,7 @@ def embedder() -> Embedder:
         import voyageai
 
         inner = embedders.VoyageEmbedder(
-            client=voyageai.Client(api_key=os.environ.get("VOYAGE_API_KEY", ""), max_retries=0),
+            client=voyageai.Client(api_key=required_env("VOYAGE_API_KEY"), max_retries=0),
             model=settings.VERA_EMBEDDER__MODEL or "voyage-3.5",
             dimension=settings.VERA_EMBEDDER__DIMENSION or 1024,
         )
