@@ -5,6 +5,7 @@ Every table carries `group_id` under forced row-level security (migrations).
 
 from __future__ import annotations
 
+import pgtrigger
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -73,6 +74,109 @@ class SearchDocument(models.Model):
 
     def __str__(self) -> str:
         return f"claim {self.claim_id}"
+
+
+# The inverted index's statistics are kept by statement-level triggers on its rows, so
+# every path that adds or removes postings (indexing, a cascade from erasure) keeps the
+# document frequencies and corpus sizes exact. The corpus row is written first: every
+# writer of a group queues on that one row before it touches term rows, so two indexing
+# transactions can never deadlock on terms.
+_POSTINGS_ADDED = """
+    INSERT INTO retrieval_lexicalcorpus AS c (group_id, documents, tokens)
+        SELECT group_id, count(DISTINCT claim_id), sum(tf) FROM changed
+        GROUP BY group_id ORDER BY group_id
+    ON CONFLICT (group_id) DO UPDATE
+        SET documents = c.documents + excluded.documents, tokens = c.tokens + excluded.tokens;
+    INSERT INTO retrieval_lexicaltermstat AS s (group_id, term, df)
+        SELECT group_id, term, count(*) FROM changed GROUP BY group_id, term ORDER BY 1, 2
+    ON CONFLICT (group_id, term) DO UPDATE SET df = s.df + excluded.df;
+    RETURN NULL;
+"""
+_POSTINGS_REMOVED = """
+    UPDATE retrieval_lexicalcorpus AS c
+        SET documents = c.documents - r.documents, tokens = c.tokens - r.tokens
+        FROM (
+            SELECT group_id, count(DISTINCT claim_id) AS documents, sum(tf) AS tokens
+            FROM changed GROUP BY group_id ORDER BY group_id
+        ) AS r
+        WHERE c.group_id = r.group_id;
+    UPDATE retrieval_lexicaltermstat AS s SET df = s.df - r.df
+        FROM (
+            SELECT group_id, term, count(*) AS df FROM changed
+            GROUP BY group_id, term ORDER BY 1, 2
+        ) AS r
+        WHERE s.group_id = r.group_id AND s.term = r.term;
+    DELETE FROM retrieval_lexicaltermstat AS s USING changed AS r
+        WHERE s.group_id = r.group_id AND s.term = r.term AND s.df <= 0;
+    RETURN NULL;
+"""
+
+
+class LexicalTerm(models.Model):
+    """One term of one indexed claim: the inverted index BM25 scores from (tsvector lexemes)."""
+
+    pk = models.CompositePrimaryKey("claim_id", "term")
+    group_id = models.CharField(max_length=40)
+    claim_id = models.BigIntegerField()
+    term = models.TextField()
+    tf = models.PositiveIntegerField()
+    doc_len = models.PositiveIntegerField()
+    # BM25's term-frequency part at index time: orders a term's postings, best first, so a
+    # query reads only the top of each list (the score itself uses the current averages).
+    impact = models.FloatField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["term", "-impact"], name="lexterm_term_impact"),
+        ]
+        triggers = [
+            pgtrigger.Trigger(
+                name="lexicalterm_count_added",
+                when=pgtrigger.After,
+                operation=pgtrigger.Insert,
+                level=pgtrigger.Statement,
+                referencing=pgtrigger.Referencing(new="changed"),
+                func=_POSTINGS_ADDED,
+            ),
+            pgtrigger.Trigger(
+                name="lexicalterm_count_removed",
+                when=pgtrigger.After,
+                operation=pgtrigger.Delete,
+                level=pgtrigger.Statement,
+                referencing=pgtrigger.Referencing(old="changed"),
+                func=_POSTINGS_REMOVED,
+            ),
+            pgtrigger.Protect(name="lexicalterm_no_update", operation=pgtrigger.Update),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term!r} in claim {self.claim_id} (tf {self.tf})"
+
+
+class LexicalTermStat(models.Model):
+    """How many of a group's indexed claims contain a term (BM25's document frequency)."""
+
+    pk = models.CompositePrimaryKey("group_id", "term")
+    group_id = models.CharField(max_length=40)
+    term = models.TextField()
+    df = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.group_id}: {self.term!r} in {self.df}"
+
+
+class LexicalCorpus(models.Model):
+    """A group's lexical corpus size: indexed claims and their total tokens (BM25's N and avgdl)."""
+
+    group_id = models.CharField(max_length=40, primary_key=True)
+    documents = models.PositiveIntegerField()
+    tokens = models.PositiveBigIntegerField()
+
+    class Meta:
+        verbose_name_plural = "lexical corpora"
+
+    def __str__(self) -> str:
+        return f"{self.group_id}: {self.documents} claims, {self.tokens} tokens"
 
 
 class SearchHit(models.Model):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from curation.domain.tiers import VERIFICATION_SCORE, ClaimStatus, Verification
 from curation.models import Claim, OutboxJob
 from curation.ports import Embedder
+from retrieval.domain import lexical
 from retrieval.models import GroupEmbedding, SearchDocument
 
 # What the index keeps: what is valid now, and what was valid before (for as_of).
@@ -18,9 +19,38 @@ class DimensionMismatch(Exception):
     """A group was built with another embedding model or dimension."""
 
 
+# The claims' postings, rebuilt from their documents' tsvectors (the very lexemes the
+# `simple` configuration made), with BM25's term-frequency part at the group's current
+# average length as the impact that orders each term's postings.
+_POSTINGS_INSERT = """
+    INSERT INTO retrieval_lexicalterm (group_id, claim_id, term, tf, doc_len, impact)
+    SELECT d.group_id, d.claim_id, t.term, t.tf, l.doc_len,
+           t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * l.doc_len
+               / coalesce(c.tokens::float8 / nullif(c.documents, 0), l.doc_len)))
+    FROM retrieval_searchdocument d
+    CROSS JOIN LATERAL (
+        SELECT lexeme AS term, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(d.tsv)
+    ) t
+    CROSS JOIN LATERAL (
+        SELECT sum(coalesce(array_length(positions, 1), 1)) AS doc_len FROM unnest(d.tsv)
+    ) l
+    LEFT JOIN retrieval_lexicalcorpus c ON c.group_id = d.group_id
+    WHERE d.claim_id = ANY(%(ids)s)
+"""
+
+
 def document_text(claim: Claim) -> str:
-    """The fact and the distinct evidence snippets it cites, in one searchable text."""
-    parts = [claim.fact_text]
+    """The fact, what it is about, and the distinct evidence it cites, in one searchable text.
+
+    The subject's name comes first unless the fact already says it: a passage of a
+    document is searchable by the document's title, as a reader would find it.
+    """
+    subject = claim.subject.canonical_name
+    parts = (
+        [claim.fact_text]
+        if subject.casefold() in claim.fact_text.casefold()
+        else [subject, claim.fact_text]
+    )
     for snippet in claim.evidence.values_list("snippet", flat=True):
         if snippet and snippet not in parts:
             parts.append(snippet)
@@ -49,42 +79,67 @@ def index_claims(*, claim_ids: list[int], embedder: Embedder) -> int:
         .prefetch_related("evidence")
     )
     keep = [c for c in claims if c.status in INDEXED_STATUSES]
+    # Postings first: their triggers keep the document frequencies exact.
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM retrieval_lexicalterm WHERE claim_id = ANY(%s)", [claim_ids])
     SearchDocument.objects.filter(claim_id__in=set(claim_ids) - {c.pk for c in keep}).delete()
     if not keep:
         return 0
-    for group_id in {c.group_id for c in keep}:
+    for group_id in sorted({c.group_id for c in keep}):
         group_embedding_pin(group_id=group_id, embedder=embedder)
     texts = [document_text(claim) for claim in keep]
     vectors = embedder.embed(texts)
-    for claim, text, vector in zip(keep, texts, vectors, strict=True):
-        SearchDocument.objects.update_or_create(
-            claim=claim,
-            defaults={
-                "group_id": claim.group_id,
-                "text": text,
-                "embedding": vector,
-                "dimension": embedder.dimension,
-                "embedding_model": embedder.model,
-                "status": claim.status,
-                "predicate": claim.predicate,
-                "subject_name": claim.subject.canonical_name[:300],
-                "source_id": claim.source_id,
-                "tier": claim.tier,
-                "authority": claim.authority,
-                "verification": VERIFICATION_SCORE[Verification(claim.verification)],
-                "confidence": claim.confidence,
-                "valid_from": claim.valid_from,
-                "valid_to": claim.valid_to,
-            },
+    SearchDocument.objects.bulk_create(
+        [
+            _document(claim, text, vector, embedder)
+            for claim, text, vector in zip(keep, texts, vectors, strict=True)
+        ],
+        update_conflicts=True,
+        unique_fields=["claim"],
+        update_fields=_DOCUMENT_FIELDS,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _POSTINGS_INSERT, {"k1": lexical.K1, "b": lexical.B, "ids": [c.pk for c in keep]}
         )
     return len(keep)
+
+
+_DOCUMENT_FIELDS = [
+    "group_id", "text", "embedding", "dimension", "embedding_model", "status", "predicate",
+    "subject_name", "source_id", "tier", "authority", "verification", "confidence",
+    "valid_from", "valid_to", "indexed_at",
+]  # fmt: skip
+
+
+def _document(claim: Claim, text: str, vector: list[float], embedder: Embedder) -> SearchDocument:
+    return SearchDocument(
+        claim=claim,
+        group_id=claim.group_id,
+        text=text,
+        embedding=vector,
+        dimension=embedder.dimension,
+        embedding_model=embedder.model,
+        status=claim.status,
+        predicate=claim.predicate,
+        subject_name=claim.subject.canonical_name[:300],
+        source_id=claim.source_id,
+        tier=claim.tier,
+        authority=claim.authority,
+        verification=VERIFICATION_SCORE[Verification(claim.verification)],
+        confidence=claim.confidence,
+        valid_from=claim.valid_from,
+        valid_to=claim.valid_to,
+    )
 
 
 def index_prepare(jobs: list[OutboxJob], *, embedder: Embedder) -> None:
     """Embed a batch's texts in one call, so each job's own embedding is a cache hit."""
     ids = [int(job.payload["claim_id"]) for job in jobs if "claim_id" in job.payload]
-    claims = Claim.objects.filter(pk__in=ids, status__in=INDEXED_STATUSES).prefetch_related(
-        "evidence"
+    claims = (
+        Claim.objects.filter(pk__in=ids, status__in=INDEXED_STATUSES)
+        .select_related("subject")
+        .prefetch_related("evidence")
     )
     texts = [document_text(claim) for claim in claims]
     if texts:
