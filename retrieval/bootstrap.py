@@ -8,6 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from curation.ports import Embedder
 from retrieval.domain.ranking import Weights
+from retrieval.ports import Reranking
 
 
 class Providers(Protocol):
@@ -16,6 +17,8 @@ class Providers(Protocol):
     def embedder(self) -> Embedder: ...
 
     def weights(self) -> Weights: ...
+
+    def reranking(self) -> Reranking | None: ...
 
 
 _installed: Providers | None = None

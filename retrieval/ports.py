@@ -1,1 +1,49 @@
-"""Ports of the retrieval app (Embedder, Reranker arrive with the search issue)."""
+"""Ports of the retrieval app: the external capabilities it needs, as Protocols.
+
+The Embedder port lives in `curation.ports` (ingestion embeds too); the stage-3
+Reranker, which only search uses, lives here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+MAX_RERANK_TOP_N = 100  # stage 3 is bounded: it re-scores at most this many candidates
+
+
+class Reranker(Protocol):
+    """Scores how directly each document answers a query (the stage-3 cross-encoder)."""
+
+    model: str
+
+    def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        """One relevance in [0, 1] per document, in input order; RerankerError if it cannot."""
+        ...
+
+
+class RerankerError(Exception):
+    """The reranker could not score (provider down, malformed answer, circuit open...)."""
+
+
+@dataclass(frozen=True)
+class Reranking:
+    """Stage 3 as configured: final = (1 - weight) * normalised_blend + weight * ce."""
+
+    reranker: Reranker
+    top_n: int  # how many stage-2 candidates are re-scored, 1..MAX_RERANK_TOP_N
+    weight: float  # the cross-encoder's share of the final score, 0..1
+
+    def __post_init__(self) -> None:
+        top_n = self.top_n
+        if isinstance(top_n, bool) or not isinstance(top_n, int):
+            raise ValueError(f"top_n must be an integer, not {type(top_n).__name__}")
+        if not 1 <= top_n <= MAX_RERANK_TOP_N:
+            raise ValueError(f"top_n must be between 1 and {MAX_RERANK_TOP_N}, not {top_n}")
+        weight = self.weight
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise ValueError(f"weight must be a number, not {type(weight).__name__}")
+        if not (math.isfinite(weight) and 0.0 <= weight <= 1.0):
+            raise ValueError(f"weight must be between 0 and 1, not {weight}")

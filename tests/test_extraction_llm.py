@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import openai
@@ -15,6 +12,7 @@ import pytest
 from curation.adapters.extractors import LLMExtractor
 from curation.domain.extraction import ClaimBatch, ExtractionError
 from curation.domain.records import ExtractedClaim, SourceRecord
+from tests.fake_models import StubModelAPI, serving
 
 MODEL = "gpt-4o-mini"
 TEXT = "# Billing\n\nThe billing-api runs on k8s-prod-1.\nIts status is Active.\n"
@@ -34,107 +32,20 @@ RUNS_ON = {
 }
 
 
-def _completion(content: str, *, finish_reason: str = "stop") -> dict[str, Any]:
-    """A chat.completion object as the API returns it."""
-    return {
-        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
-        "object": "chat.completion",
-        "created": 1_741_570_283,
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": content,
-                    "refusal": None,
-                    "annotations": [],
-                },
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": 1117,
-            "completion_tokens": 46,
-            "total_tokens": 1163,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {
-                "reasoning_tokens": 0,
-                "audio_tokens": 0,
-                "accepted_prediction_tokens": 0,
-                "rejected_prediction_tokens": 0,
-            },
-        },
-        "service_tier": "default",
-        "system_fingerprint": "fp_06737a9306",
-    }
-
-
-@dataclass
-class StubChatAPI:
-    """A scripted OpenAI-compatible server: answers in order, records each request."""
-
-    port: int = 0
-    answers: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def reply(self, content: str, *, finish_reason: str = "stop") -> None:
-        self.answers.append((200, _completion(content, finish_reason=finish_reason)))
+class StubChatAPI(StubModelAPI):
+    """The shared model API stub, with the extractor built on its client."""
 
     def reply_claims(self, *claims: Any) -> None:
         self.reply(json.dumps({"claims": list(claims)}))
 
-    def fail(self, status: int, message: str) -> None:
-        error = {"message": message, "type": "server_error", "param": None, "code": None}
-        self.answers.append((status, {"error": error}))
-
     def extractor(self, *, max_chars: int = 12000) -> LLMExtractor:
-        client = openai.OpenAI(
-            base_url=f"http://127.0.0.1:{self.port}/v1", api_key="test", max_retries=0
-        )
-        return LLMExtractor(client=client, model=MODEL, max_chars=max_chars)
-
-    def user_message(self) -> str:
-        (request,) = self.requests
-        return str(request["body"]["messages"][-1]["content"])
-
-
-def _handler(stub: StubChatAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-            stub.requests.append({"path": self.path, "body": body})
-            if self.path != "/v1/chat/completions":
-                status, answer = 404, {"error": {"message": f"no route {self.path}"}}
-            elif not stub.answers:
-                status, answer = 500, {"error": {"message": "the stub has no answer scripted"}}
-            else:
-                status, answer = stub.answers.pop(0)
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
+        return LLMExtractor(client=self.client(), model=MODEL, max_chars=max_chars)
 
 
 @pytest.fixture
 def chat_api() -> Iterator[StubChatAPI]:
-    stub = StubChatAPI()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
-    stub.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    yield stub
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(StubChatAPI()) as stub:
+        yield stub
 
 
 def test_claims_returned_when_answer_is_valid(chat_api: StubChatAPI) -> None:

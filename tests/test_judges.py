@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import openai
 import pytest
 
 from curation.adapters.judges import LLMContradictionJudge, LLMEquivalenceJudge
+from tests.fake_models import StubModelAPI, serving
 
 MODEL = "gpt-4o-2024-08-06"
 SAME = {"same": True, "confidence": 0.97, "reason": "PG is the usual abbreviation."}
@@ -25,70 +23,8 @@ REDIS_7 = "billing-api depends on redis-7."
 REDIS_6 = "billing-api depends on redis-6."
 
 
-def _completion(content: str | None, *, refusal: str | None = None) -> dict[str, Any]:
-    """A chat.completion object as the API returns it."""
-    return {
-        "id": "chatcmpl-BAx3kQeW9nV0aJ2rT7yLm5sPdFh1c",
-        "object": "chat.completion",
-        "created": 1_741_570_283,
-        "model": MODEL,
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": content,
-                    "refusal": refusal,
-                    "annotations": [],
-                },
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": 412,
-            "completion_tokens": 24,
-            "total_tokens": 436,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {
-                "reasoning_tokens": 0,
-                "audio_tokens": 0,
-                "accepted_prediction_tokens": 0,
-                "rejected_prediction_tokens": 0,
-            },
-        },
-        "service_tier": "default",
-        "system_fingerprint": "fp_a7d06e42a7",
-    }
-
-
-@dataclass
-class StubChatAPI:
-    """A scripted OpenAI-compatible server: answers in order, records each request."""
-
-    port: int = 0
-    answers: list[tuple[int, str, bytes]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def answer(self, status: int, body: Any, *, content_type: str = "application/json") -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.answers.append((status, content_type, data))
-
-    def reply(self, content: str | None, *, refusal: str | None = None) -> None:
-        self.answer(200, _completion(content, refusal=refusal))
-
-    def reply_json(self, verdict: Any) -> None:
-        self.reply(json.dumps(verdict))
-
-    def fail(self, status: int, message: str, *, kind: str = "server_error") -> None:
-        self.answer(status, {"error": {"message": message, "type": kind, "param": None}})
-
-    def client(self, *, api_key: str = "test") -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.base_url, api_key=api_key, max_retries=0, timeout=5)
+class StubChatAPI(StubModelAPI):
+    """The shared model API stub, with the judges built on its client."""
 
     def equivalence(self, **options: Any) -> LLMEquivalenceJudge:
         return LLMEquivalenceJudge(client=self.client(), model=MODEL, **options)
@@ -96,48 +32,11 @@ class StubChatAPI:
     def contradiction(self, **options: Any) -> LLMContradictionJudge:
         return LLMContradictionJudge(client=self.client(), model=MODEL, **options)
 
-    def body(self) -> dict[str, Any]:
-        (request,) = self.requests
-        return dict(request["body"])
-
-    def user_message(self) -> str:
-        return str(self.body()["messages"][-1]["content"])
-
-
-def _handler(stub: StubChatAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-            stub.requests.append({"path": self.path, "body": body})
-            if self.path != "/v1/chat/completions":
-                status, kind, data = 404, "application/json", b'{"error": {"message": "no"}}'
-            elif not stub.answers:
-                status, kind, data = 500, "application/json", b'{"error": {"message": "none"}}'
-            else:
-                status, kind, data = stub.answers.pop(0)
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
-
 
 @pytest.fixture
 def chat_api() -> Iterator[StubChatAPI]:
-    stub = StubChatAPI()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
-    stub.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    yield stub
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(StubChatAPI()) as stub:
+        yield stub
 
 
 def _ask_equivalence(stub: StubChatAPI) -> bool:

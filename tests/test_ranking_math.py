@@ -22,6 +22,7 @@ from retrieval.domain.ranking import (
     min_max,
     rank,
     recency,
+    rerank,
     rerank_blend,
     rrf,
 )
@@ -409,3 +410,43 @@ def test_rank_sorted_by_blend_when_given_any_candidates(
     assert sorted(key for key, _, _ in ranked) == sorted(candidates)
     assert all(score == blend(signals, weights) for _, score, signals in ranked)
     assert [(-s, k) for k, s, _ in ranked] == sorted((-s, k) for k, s, _ in ranked)
+
+
+_blended = st.dictionaries(st.integers(0, 50), _unit, min_size=1, max_size=20).map(
+    lambda scores: sorted(scores.items(), key=lambda row: (-row[1], row[0]))
+)
+
+
+@given(blended=_blended, data=st.data(), w=_unit)
+def test_rerank_keeps_the_rescored_head_above_the_tail_when_any_scores(
+    blended: list[tuple[int, float]], data: st.DataObject, w: float
+) -> None:
+    top_n = data.draw(st.integers(1, len(blended)))
+    head = [key for key, _ in blended[:top_n]]
+    ce = {key: data.draw(_unit) for key in head}
+    final = rerank(blended, ce, w=w)
+    assert sorted(key for key, _ in final) == sorted(key for key, _ in blended)
+    assert all(0.0 <= score <= 1.0 for _, score in final)
+    scores = [score for _, score in final]
+    assert scores == sorted(scores, reverse=True)
+    score_of = dict(final)
+    tail = [score_of[key] for key, _ in blended[top_n:]]
+    assert all(score_of[key] >= max(tail, default=0.0) for key in head)
+    tail_keys = [key for key, _ in final if key not in ce]
+    assert tail_keys == [key for key, _ in blended[top_n:]]  # stage 2's order, even at w = 1
+
+
+def test_rerank_lets_the_cross_encoder_reorder_the_head_when_weighted() -> None:
+    blended = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
+    final = rerank(blended, {"a": 0.0, "b": 1.0}, w=0.5)
+    # a: 0.5 * 1.0 + 0; b: 0.5 * 0.875 + 0.5; c: 0.5 * 0.0 (unread, ce 0)
+    assert final == [("b", pytest.approx(0.9375)), ("a", 0.5), ("c", 0.0)]
+
+
+def test_rerank_is_the_normalised_blend_when_weight_is_zero() -> None:
+    blended = [(1, 0.7), (2, 0.5), (3, 0.3)]
+    assert rerank(blended, {1: 0.0, 2: 1.0, 3: 1.0}, w=0.0) == [
+        (1, 1.0),
+        (2, pytest.approx(0.5)),
+        (3, 0.0),
+    ]

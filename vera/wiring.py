@@ -33,9 +33,11 @@ from curation.services import projection
 from curation.services.ingest import Pipeline
 from curation.services.outbox import Handler
 from retrieval.domain.ranking import Weights
+from retrieval.ports import Reranker, Reranking
 from retrieval.services.index import index_job, index_prepare
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
+RERANKER_PROVIDERS = ("voyage", "llm")
 
 
 @functools.cache
@@ -79,6 +81,7 @@ def reset() -> None:
                 factory().close()  # type: ignore[attr-defined]
         factory.cache_clear()
     judges.cache_clear()
+    reranking.cache_clear()
 
 
 @receiver(setting_changed)
@@ -221,6 +224,53 @@ def embedding_meter() -> Any:
     return Meter()
 
 
+@functools.cache
+def reranking() -> Reranking | None:
+    """The stage-3 reranker (VERA_RERANKER__PROVIDER), or None: search keeps stage 2's order."""
+    provider = settings.VERA_RERANKER__PROVIDER
+    if not provider:
+        return None
+    from retrieval.adapters import rerankers
+    from retrieval.domain.resilience import CircuitBreaker, TokenBucket
+
+    rate = settings.VERA_RERANKER__RATE_PER_S
+    resilient = rerankers.ResilientReranker(
+        _reranker(provider),
+        breaker=CircuitBreaker(failure_threshold=5, reset_after_s=30.0, name="reranker"),
+        bucket=TokenBucket(rate_per_s=rate, burst=rate),
+    )
+    return Reranking(
+        reranker=resilient,
+        top_n=settings.VERA_RERANKER__TOP_N,
+        weight=settings.VERA_RERANKER__WEIGHT,
+    )
+
+
+def _reranker(provider: str) -> Reranker:
+    """The provider's reranker; the SDK does not retry (ResilientReranker does)."""
+    from retrieval.adapters import rerankers
+
+    model, timeout = settings.VERA_RERANKER__MODEL, settings.VERA_RERANKER__TIMEOUT_S
+    if provider == "voyage":
+        import voyageai
+
+        client = voyageai.Client(
+            api_key=required_env("VOYAGE_API_KEY"), max_retries=0, timeout=timeout
+        )
+        return rerankers.VoyageReranker(client=client, model=model or "rerank-2.5")
+    if provider == "llm":
+        if not model:
+            raise ImproperlyConfigured("VERA_RERANKER__PROVIDER=llm needs VERA_RERANKER__MODEL.")
+        client = openai_client(
+            base_url=settings.VERA_RERANKER__BASE_URL, timeout=timeout, max_retries=0
+        )
+        return rerankers.LLMReranker(client=client, model=model)
+    raise ImproperlyConfigured(
+        f"VERA_RERANKER__PROVIDER={provider!r}; choose {' or '.join(RERANKER_PROVIDERS)}, "
+        "or leave it empty for no reranker."
+    )
+
+
 class RetrievalProviders:
     """retrieval.bootstrap.Providers, built from settings."""
 
@@ -229,6 +279,9 @@ class RetrievalProviders:
 
     def weights(self) -> Weights:
         return Weights()
+
+    def reranking(self) -> Reranking | None:
+        return reranking()
 
 
 def _both(*handlers: Handler) -> Handler:

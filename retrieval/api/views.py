@@ -88,6 +88,7 @@ class SearchView(APIView):
             weights=providers.weights(),
             now=timezone.now(),
             user_id=principal.user_id,
+            reranking=providers.reranking(),
         )
         claims = {
             c.pk: c
@@ -110,13 +111,21 @@ class SearchView(APIView):
                     else claim.object_literal,
                     "score": round(hit.score, 6),
                     "signals": hit.signals,
+                    "rerank": hit.rerank,
                     "status": claim.status,
                     "valid_from": claim.valid_from,
                     "valid_to": claim.valid_to,
                     "citations": _citations(claim),
                 }
             )
-        return Response({"query_id": str(result.query_id), "count": len(hits), "hits": hits})
+        return Response(
+            {
+                "query_id": str(result.query_id),
+                "count": len(hits),
+                "stage3": result.stage3.value,
+                "hits": hits,
+            }
+        )
 
 
 class FeedbackInput(serializers.Serializer):

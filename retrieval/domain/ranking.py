@@ -180,6 +180,26 @@ def rerank_blend(normalised_blend: float, ce: float, *, w: float) -> float:
     return min((1.0 - w) * normalised_blend + w * ce, 1.0)
 
 
+def rerank[K: Hashable](
+    blended: Sequence[tuple[K, float]], ce: Mapping[K, float], *, w: float
+) -> list[tuple[K, float]]:
+    """Stage 3 over stage 2's ranked (key, blend) list: (key, final), best first.
+
+    final = (1 - w) * normalised_blend + w * ce, the blend min-max normalised over the
+    whole batch. Candidates the cross-encoder did not read (beyond its top N) count as
+    ce = 0: they score below every re-scored candidate whose blend was higher, so the
+    re-scored head always stays above the tail. Ties keep stage 2's order, so the tail
+    keeps it too (even at w = 1, where every unread candidate scores 0).
+    """
+    normalised = min_max(dict(blended))
+    final = [
+        (position, key, rerank_blend(normalised[key], ce.get(key, 0.0), w=w))
+        for position, (key, _) in enumerate(blended)
+    ]
+    final.sort(key=lambda row: (-row[2], row[0]))
+    return [(key, score) for _, key, score in final]
+
+
 # --- the ranker ---------------------------------------------------------------------------
 
 

@@ -7,19 +7,25 @@ filters by tenant itself.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Count, Q
 
 from curation.ports import Embedder
-from retrieval.domain import ranking
+from retrieval.domain import lexical, ranking
 from retrieval.models import INDEXED_DIMENSIONS, Feedback, SearchDocument, SearchHit
+from retrieval.ports import RerankerError, Reranking
+
+logger = logging.getLogger(__name__)
 
 STAGE1_DEPTH = 50
+POSTINGS_PER_TERM = 1000
 MAX_QUERY_CHARS = 2000
 
 
@@ -45,12 +51,24 @@ class Hit:
     score: float
     signals: dict[str, float]
     stage1: dict[str, int | None] = field(default_factory=dict)
+    rerank: float | None = None  # the cross-encoder's score, when stage 3 read this hit
+
+
+class Stage3(StrEnum):
+    """What the optional cross-encoder did for a search."""
+
+    OFF = "off"  # not configured
+    APPLIED = "applied"
+    UNAVAILABLE = "unavailable"  # configured but failed: the stage-2 order was returned
 
 
 @dataclass(frozen=True)
 class Result:
+    """A search's hits, best first, with the id they were logged under."""
+
     query_id: uuid.UUID
     hits: list[Hit]
+    stage3: Stage3 = Stage3.OFF
 
 
 def _where(query: Query) -> tuple[str, list[Any]]:
@@ -78,22 +96,57 @@ def _where(query: Query) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
-def _fulltext(query: Query, where: str, params: list[Any], depth: int) -> list[int]:
-    # The query's own words become an OR of quoted lexemes: nothing the caller types
-    # is ever parsed as tsquery syntax.
+def lexical_scores(
+    query: Query, where: str, params: list[Any], depth: int
+) -> list[tuple[int, float]]:
+    """BM25 over the caller's visible groups: (claim id, score), best first, at most `depth`.
+
+    The query's own lexemes (the `simple` configuration, as the index was built) are
+    looked up in the inverted index: nothing the caller types is parsed as tsquery
+    syntax. Each term reads only the top `POSTINGS_PER_TERM` of its postings by impact
+    that pass the filters; a term so common that its list runs longer carries an idf
+    near zero, so what is cut off could barely move the ranking.
+    """
     sql = f"""
         WITH q AS (
-            SELECT to_tsquery('simple', string_agg(quote_literal(word), ' | ')) AS query
+            SELECT DISTINCT word AS term
             FROM unnest(tsvector_to_array(to_tsvector('simple', %s))) AS word
+        ),
+        corpus AS (
+            SELECT sum(documents)::float8 AS n,
+                   sum(tokens)::float8 / nullif(sum(documents), 0) AS avg_len
+            FROM retrieval_lexicalcorpus
+        ),
+        weights AS (
+            SELECT s.term, ln(1 + (c.n - s.df + 0.5) / (s.df + 0.5)) AS idf
+            FROM (
+                SELECT term, least(sum(df), (SELECT n FROM corpus))::float8 AS df
+                FROM retrieval_lexicaltermstat WHERE term IN (SELECT term FROM q)
+                GROUP BY term
+            ) s, corpus c
         )
-        SELECT d.claim_id FROM retrieval_searchdocument d, q
-        WHERE d.tsv @@ q.query AND {where}
-        ORDER BY ts_rank(d.tsv, q.query, 1) DESC, d.claim_id
+        SELECT p.claim_id,
+               sum(w.idf * p.tf * (%s + 1) / (p.tf + %s * (1 - %s + %s * p.doc_len / c.avg_len)))
+                   AS score
+        FROM weights w CROSS JOIN corpus c CROSS JOIN LATERAL (
+            SELECT t.claim_id, t.tf, t.doc_len
+            FROM retrieval_lexicalterm t JOIN retrieval_searchdocument d ON d.claim_id = t.claim_id
+            WHERE t.term = w.term AND {where}
+            ORDER BY t.impact DESC
+            LIMIT %s
+        ) p
+        GROUP BY p.claim_id
+        ORDER BY score DESC, p.claim_id
         LIMIT %s
     """  # noqa: S608 - `where` is built from fixed fragments; values are parameters
+    k1, b = lexical.K1, lexical.B
     with connection.cursor() as cursor:
-        cursor.execute(sql, [query.text, *params, depth])
-        return [row[0] for row in cursor.fetchall()]
+        cursor.execute(sql, [query.text, k1, k1, b, b, *params, POSTINGS_PER_TERM, depth])
+        return [(row[0], row[1]) for row in cursor.fetchall()]
+
+
+def _fulltext(query: Query, where: str, params: list[Any], depth: int) -> list[int]:
+    return [claim_id for claim_id, _ in lexical_scores(query, where, params, depth)]
 
 
 def _vector(vector: Sequence[float], where: str, params: list[Any], depth: int) -> list[int]:
@@ -134,22 +187,11 @@ def stage1(
     return rankings
 
 
-@transaction.atomic
-def search(
-    *,
-    query: Query,
-    embedder: Embedder | None,
-    weights: ranking.Weights,
-    now: dt.datetime,
-    user_id: int | None = None,
-    half_life_s: float = ranking.HALF_LIFE_S,
-) -> Result:
-    """Rank, cite and log: every returned hit's signal vector is stored for calibration."""
-    rankings = stage1(query, embedder=embedder)
-    fused = ranking.rrf(list(rankings.values()), k=1)
-    docs = {d.claim_id: d for d in SearchDocument.objects.filter(claim_id__in=list(fused))}
+def _candidates(
+    query: Query, fused: dict[int, float], docs: dict[int, SearchDocument]
+) -> dict[int, ranking.CandidateFacts]:
     votes = _votes(list(docs))
-    facts = {
+    return {
         claim_id: ranking.CandidateFacts(
             stage1=fused[claim_id],
             authority=doc.authority,
@@ -162,7 +204,50 @@ def search(
         )
         for claim_id, doc in docs.items()
     }
-    ranked = ranking.rank(facts, weights=weights, now=now, half_life_s=half_life_s)[: query.k]
+
+
+def _stage3(
+    query: Query,
+    blended: list[tuple[int, float]],
+    docs: dict[int, SearchDocument],
+    reranking: Reranking,
+) -> tuple[list[tuple[int, float]], dict[int, float], Stage3]:
+    """Re-score the top N with the cross-encoder; on failure keep stage 2's order."""
+    head = [claim_id for claim_id, _ in blended[: reranking.top_n]]
+    try:
+        scores = reranking.reranker.score(query.text, [docs[c].text for c in head])
+    except RerankerError as error:
+        # A search still answers when the reranker is down: stage 2 is a complete ranking.
+        logger.warning("stage 3 skipped, stage-2 order returned: %s", error)
+        return blended, {}, Stage3.UNAVAILABLE
+    ce = dict(zip(head, scores, strict=True))
+    return ranking.rerank(blended, ce, w=reranking.weight), ce, Stage3.APPLIED
+
+
+@transaction.atomic
+def search(
+    *,
+    query: Query,
+    embedder: Embedder | None,
+    weights: ranking.Weights,
+    now: dt.datetime,
+    user_id: int | None = None,
+    half_life_s: float = ranking.HALF_LIFE_S,
+    reranking: Reranking | None = None,
+) -> Result:
+    """Rank, cite and log: every returned hit's signal vector is stored for calibration."""
+    rankings = stage1(query, embedder=embedder)
+    fused = ranking.rrf(list(rankings.values()), k=1)
+    docs = {d.claim_id: d for d in SearchDocument.objects.filter(claim_id__in=list(fused))}
+    ranked = ranking.rank(
+        _candidates(query, fused, docs), weights=weights, now=now, half_life_s=half_life_s
+    )
+    signals = {claim_id: row_signals for claim_id, _, row_signals in ranked}
+    final = [(claim_id, score) for claim_id, score, _ in ranked]
+    ce: dict[int, float] = {}
+    stage3 = Stage3.OFF
+    if reranking is not None and final:
+        final, ce, stage3 = _stage3(query, final, docs, reranking)
     query_id = uuid.uuid4()
     logged = SearchHit.objects.bulk_create(
         SearchHit(
@@ -172,10 +257,10 @@ def search(
             claim_id=claim_id,
             rank=position,
             score=score,
-            signals=signals.as_dict(),
+            signals=signals[claim_id].as_dict(),
             user_id=user_id,
         )
-        for position, (claim_id, score, signals) in enumerate(ranked, start=1)
+        for position, (claim_id, score) in enumerate(final[: query.k], start=1)
     )
     positions = {name: {cid: i for i, cid in enumerate(ids, 1)} for name, ids in rankings.items()}
     hits = [
@@ -185,10 +270,11 @@ def search(
             score=row.score,
             signals=row.signals,
             stage1={name: where.get(row.claim_id) for name, where in positions.items()},
+            rerank=ce.get(row.claim_id),
         )
         for row in logged
     ]
-    return Result(query_id=query_id, hits=hits)
+    return Result(query_id=query_id, hits=hits, stage3=stage3)
 
 
 @transaction.atomic

@@ -35,6 +35,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
             result = search(
                 query=query, embedder=providers.embedder(), weights=providers.weights(),
                 now=timezone.now(), user_id=request_principal(request).user_id,
+                reranking=providers.reranking(),
             )  # fmt: skip
             claims = Claim.objects.select_related("subject", "source").in_bulk(
                 [hit.claim_id for hit in result.hits]

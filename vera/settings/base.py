@@ -142,6 +142,20 @@ VERA_EMBEDDER__DIMENSION = env_int("VERA_EMBEDDER__DIMENSION", default=0)
 # Provider requests per second (hosted embedders only).
 VERA_EMBEDDER__RATE_PER_S = env_int("VERA_EMBEDDER__RATE_PER_S", default=10)
 
+# --- Stage-3 reranker (cross-encoder) ---------------------------------------------------
+# "" (off, the default) | voyage (rerank-2.5, VOYAGE_API_KEY) | llm (OPENAI_API_KEY)
+VERA_RERANKER__PROVIDER = env_str("VERA_RERANKER__PROVIDER", "")
+# Defaults to rerank-2.5 for voyage; the llm provider needs a model named.
+VERA_RERANKER__MODEL = env_str("VERA_RERANKER__MODEL", "")
+# An OpenAI-compatible base URL for the llm provider; "" is the client's default.
+VERA_RERANKER__BASE_URL = env_str("VERA_RERANKER__BASE_URL", "")
+# How many stage-2 candidates are re-scored (1..100), and the reranker's share w of
+# final = (1 - w) * normalised_blend + w * ce.
+VERA_RERANKER__TOP_N = env_int("VERA_RERANKER__TOP_N", default=20)
+VERA_RERANKER__WEIGHT = float(env_str("VERA_RERANKER__WEIGHT", "0.5"))
+VERA_RERANKER__TIMEOUT_S = env_int("VERA_RERANKER__TIMEOUT_S", default=10)
+VERA_RERANKER__RATE_PER_S = env_int("VERA_RERANKER__RATE_PER_S", default=10)
+
 # --- Extraction ----------------------------------------------------------------------
 # An OpenAI-compatible model for free-text extraction; off unless a model is named.
 VERA_EXTRACTOR__LLM_MODEL = env_str("VERA_EXTRACTOR__LLM_MODEL", "")

@@ -11,6 +11,7 @@ from typing import Any
 
 import openai
 
+from curation.adapters.chat_json import CODE_FENCE, complete_json
 from curation.domain.extraction import ClaimBatch, ExtractionError, to_predicate
 from curation.domain.records import PREDICATE_PATTERN, ExtractedClaim, SourceRecord
 
@@ -49,7 +50,6 @@ Rules:
 # Statuses worth retrying later: the openai error is re-raised so the ingest run stops
 # before its cursor moves past the record.
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
-_CODE_FENCE = re.compile(r"\A```(?:json)?\s*|\s*```\Z")
 _WORD_SLACK = 0.1  # a truncation may back up this share of max_chars to end between words
 
 
@@ -105,14 +105,8 @@ class LLMExtractor:
             f"<document>\n{body}\n</document>"
         )
         try:
-            response = self.client.chat.completions.create(
-                model=self.model,
-                messages=[
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": document},
-                ],
-                temperature=0,
-                response_format={"type": "json_object"},
+            response = complete_json(
+                self.client, model=self.model, system=SYSTEM_PROMPT, user=document
             )
         except openai.APIStatusError as error:
             if error.status_code in _TRANSIENT_STATUS or error.status_code >= 500:
@@ -147,7 +141,7 @@ def _truncated(text: str, limit: int) -> str:
 def _claim_items(content: str) -> list[Any]:
     """The claims list of an answer; ExtractionError when there is none to read."""
     try:
-        data = json.loads(_CODE_FENCE.sub("", content.strip()))
+        data = json.loads(CODE_FENCE.sub("", content.strip()))
     except json.JSONDecodeError as error:
         raise ExtractionError(
             f"the extraction model's answer is not JSON ({error.msg} at {error.pos}): "
