@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from curation.models import Claim
 from retrieval import bootstrap
+from retrieval.api.serializers import SearchResultSerializer
 from retrieval.models import SearchHit
 from retrieval.services import search as search_service
 from tenants.api.views import principal_of
@@ -77,7 +78,18 @@ def _citations(claim: Claim) -> list[dict[str, object]]:
 class SearchView(APIView):
     """Ranked, cited, time-aware search over the caller's knowledge."""
 
-    @extend_schema(parameters=[OpenApiParameter(name, str) for name in sorted(ALLOWED)])
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, required=True, description="the query, 1..2,000 characters"),
+            OpenApiParameter("k", int, description="hits to return, 1..100 (default 10)"),
+            OpenApiParameter("as_of", str, description="ISO 8601 instant: facts valid then"),
+            OpenApiParameter("predicate", str, description="only this PREDICATE"),
+            OpenApiParameter("entity", str, description="only claims about this subject"),
+            OpenApiParameter("source", int, description="only claims from this source id"),
+            OpenApiParameter("tier", int, description="only this trust tier, 1..4"),
+        ],
+        responses={200: SearchResultSerializer},
+    )
     def get(self, request: Request) -> Response:
         query = parse_query(dict(request.query_params.items()))
         principal = principal_of(request)

@@ -1,0 +1,53 @@
+"""The search API's documented shapes (OpenAPI); the views build plain dicts of this form."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from retrieval.domain.ranking import SIGNALS
+
+
+class CitationSerializer(serializers.Serializer):
+    """Where a hit's fact was read: source, episode and the evidence span."""
+
+    source = serializers.CharField()
+    episode = serializers.CharField(help_text="the episode's external id")
+    url = serializers.CharField(allow_blank=True)
+    span = serializers.ListField(
+        child=serializers.IntegerField(), allow_null=True, help_text="[start, end) characters"
+    )
+    snippet = serializers.CharField(allow_blank=True)
+
+
+class SignalsSerializer(serializers.Serializer):
+    """The six stage-2 signals the hit was ranked by, each in [0, 1]."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {name: serializers.FloatField(min_value=0, max_value=1) for name in SIGNALS}
+
+
+class SearchHitSerializer(serializers.Serializer):
+    """One ranked, cited hit; `id` is what POST /api/v1/feedback votes on."""
+
+    id = serializers.IntegerField()
+    claim_id = serializers.IntegerField()
+    fact = serializers.CharField()
+    subject = serializers.CharField()
+    predicate = serializers.CharField()
+    object = serializers.CharField()
+    score = serializers.FloatField()
+    signals = SignalsSerializer()
+    rerank = serializers.FloatField(allow_null=True, help_text="stage-3 score, if it ran")
+    status = serializers.ChoiceField(choices=["published", "superseded"])
+    valid_from = serializers.DateTimeField()
+    valid_to = serializers.DateTimeField(allow_null=True)
+    citations = CitationSerializer(many=True)
+
+
+class SearchResultSerializer(serializers.Serializer):
+    """A search's hits, best first."""
+
+    query_id = serializers.UUIDField()
+    count = serializers.IntegerField()
+    stage3 = serializers.ChoiceField(choices=["off", "applied", "unavailable"])
+    hits = SearchHitSerializer(many=True)
