@@ -1,12 +1,15 @@
 """Search quality on SciFact: full text, vector, fused (stage 1) and blended (stage 2).
 
     .venv/bin/python -m bench.search [--embedder minilm|hashing] [--queries 809]
+                                     [--reuse [--reindex]] [--depth 50]
 
 The 5,183 abstracts are ingested through the real pipeline (connector, episodes,
 extraction, tier-1 publication, outbox, index); then every training query is run
-and its hits are mapped back to the documents they cite. A query's judged documents
-(qrels) are the relevant ones. Prints nDCG@10, recall@10 and MRR per method side by
-side; asserts nothing about time.
+and its hits are mapped back to the documents they cite. `--reuse` keeps the bench
+database of an earlier run (no ingestion); `--reindex` then rebuilds the search index
+from its claims (after a change to the index; unchanged texts are embedding-cache hits).
+A query's judged documents (qrels) are the relevant ones. Prints nDCG@10, recall@10
+and MRR per method side by side; asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -81,13 +84,34 @@ def ingest_scifact() -> tuple[str, float]:
     return workspace.group_id, time.perf_counter() - started if report else 0.0
 
 
+def reuse_scifact(*, reindex: bool) -> tuple[str, float]:
+    """The group of an earlier run's corpus, re-indexed when asked; (group id, seconds)."""
+    from retrieval import bootstrap
+    from retrieval.services.index import index_rebuild
+    from tenants import rls
+    from tenants.models import Scope
+    from tenants.selectors import principal_system
+
+    group_id = Scope.objects.get(name="SciFact").group_id
+    started = time.perf_counter()
+    if reindex:
+        with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
+            count = index_rebuild(embedder=bootstrap.providers().embedder())
+        print(f"re-indexed       {count} claims")
+    return group_id, time.perf_counter() - started
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--queries", type=int, default=809)
+    parser.add_argument("--depth", type=int, default=50, help="stage-1 depth of each list")
+    parser.add_argument("--reuse", action="store_true", help="keep an earlier run's database")
+    parser.add_argument("--reindex", action="store_true", help="with --reuse: rebuild the index")
     args = parser.parse_args()
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
-    setup_django()
+    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_scifact")
+    setup_django(fresh=not args.reuse)
     from django.utils import timezone
 
     from curation.models import Evidence
@@ -97,8 +121,12 @@ def main() -> int:
     from tenants import rls
     from tenants.selectors import principal_system
 
-    group_id, ingest_s = ingest_scifact()
-    print(f"ingest + index   {ingest_s:.0f} s")
+    if args.reuse:
+        group_id, ingest_s = reuse_scifact(reindex=args.reindex)
+        print(f"reused corpus    {ingest_s:.0f} s")
+    else:
+        group_id, ingest_s = ingest_scifact()
+        print(f"ingest + index   {ingest_s:.0f} s")
     qrels: dict[str, set[str]] = defaultdict(set)
     with (EVAL / "qrels" / "train.tsv").open() as handle:
         for row in csv.DictReader(handle, delimiter="\t"):
@@ -119,7 +147,7 @@ def main() -> int:
         started = time.perf_counter()
         for q in queries:
             query = Query(text=q["text"], k=10)
-            rankings = stage1(query, embedder=embedder, depth=50)
+            rankings = stage1(query, embedder=embedder, depth=args.depth)
             fused = ranking.rrf(list(rankings.values()), k=1)
             fused_order = sorted(fused, key=lambda c: (-fused[c], c))
             blended = search(

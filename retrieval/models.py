@@ -156,7 +156,8 @@ class LexicalTerm(models.Model):
 class LexicalTermStat(models.Model):
     """How many of a group's indexed claims contain a term (BM25's document frequency)."""
 
-    pk = models.CompositePrimaryKey("group_id", "term")
+    # Term first: a query looks its terms up across every group it may see.
+    pk = models.CompositePrimaryKey("term", "group_id")
     group_id = models.CharField(max_length=40)
     term = models.TextField()
     df = models.PositiveIntegerField()

@@ -30,8 +30,8 @@ class Migration(migrations.Migration):
                 (
                     "pk",
                     models.CompositePrimaryKey(
-                        "group_id",
                         "term",
+                        "group_id",
                         blank=True,
                         editable=False,
                         primary_key=True,
