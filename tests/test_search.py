@@ -232,3 +232,28 @@ def test_a_batch_is_embedded_in_one_model_call(tenant_a: Tenant, tmp_path: Path)
         )
     assert outcome == {"done": jobs}
     assert counting.calls == [jobs]  # one call for the batch, every job a cache hit
+
+
+def test_retracted_facts_are_hidden_now_and_visible_as_of_the_past(
+    corpus: Tenant, client: Client
+) -> None:
+    from django.db import transaction
+
+    from curation.models import Claim
+    from curation.services.claims import outbox_enqueue
+
+    retracted_at = T0 + dt.timedelta(days=10)
+    with rls.tenant_context(corpus.principal(corpus.admin)), transaction.atomic():
+        # What withdrawing a source does to its published claims: end them, re-project.
+        claim = Claim.objects.get(fact_text__contains="ledger-db stores")
+        Claim.objects.filter(pk=claim.pk).update(status="retracted", valid_to=retracted_at)
+        outbox_enqueue(group_id=claim.group_id, kind="claim.retire", payload={"claim_id": claim.pk})
+    process_outbox()
+    now = _search(client, corpus, q="ledger-db double-entry books")
+    assert claim.pk not in [hit["claim_id"] for hit in now["hits"]]
+    before = (retracted_at - dt.timedelta(days=1)).isoformat()
+    then = _search(client, corpus, q="ledger-db double-entry books", as_of=before)
+    assert (claim.pk, "retracted") in [(hit["claim_id"], hit["status"]) for hit in then["hits"]]
+    after = (retracted_at + dt.timedelta(days=1)).isoformat()
+    later = _search(client, corpus, q="ledger-db double-entry books", as_of=after)
+    assert claim.pk not in [hit["claim_id"] for hit in later["hits"]]

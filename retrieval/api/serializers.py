@@ -38,7 +38,7 @@ class SearchHitSerializer(serializers.Serializer):
     score = serializers.FloatField()
     signals = SignalsSerializer()
     rerank = serializers.FloatField(allow_null=True, help_text="stage-3 score, if it ran")
-    status = serializers.ChoiceField(choices=["published", "superseded"])
+    status = serializers.ChoiceField(choices=["published", "superseded", "retracted"])
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(allow_null=True)
     citations = CitationSerializer(many=True)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db import connection, transaction
+from django.utils import timezone
 
 from curation.domain.tiers import VERIFICATION_SCORE, ClaimStatus, Verification
 from curation.models import Claim, OutboxJob
@@ -10,8 +13,9 @@ from curation.ports import Embedder
 from retrieval.domain import lexical
 from retrieval.models import GroupEmbedding, SearchDocument
 
-# What the index keeps: what is valid now, and what was valid before (for as_of).
-INDEXED_STATUSES = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
+# What the index keeps: what is valid now, and what was valid before (for as_of): a
+# superseded or retracted fact is hidden now but found as of a time it was valid.
+INDEXED_STATUSES = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED, ClaimStatus.RETRACTED)
 MAX_TEXT = 4000
 
 
@@ -129,8 +133,19 @@ def _document(claim: Claim, text: str, vector: list[float], embedder: Embedder) 
         verification=VERIFICATION_SCORE[Verification(claim.verification)],
         confidence=claim.confidence,
         valid_from=claim.valid_from,
-        valid_to=claim.valid_to,
+        valid_to=_valid_to(claim),
     )
+
+
+def _valid_to(claim: Claim) -> dt.datetime | None:
+    """When the fact stopped being valid; an ended fact without an end ended when indexed.
+
+    Supersession and retraction set `valid_to`; should a writer ever forget, the fact
+    must not come back for every later `as_of`, so it counts as ended now.
+    """
+    if claim.valid_to is not None or claim.status == ClaimStatus.PUBLISHED:
+        return claim.valid_to
+    return max(timezone.now(), claim.valid_from)
 
 
 def index_prepare(jobs: list[OutboxJob], *, embedder: Embedder) -> None:

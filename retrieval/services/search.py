@@ -77,7 +77,7 @@ def _where(query: Query) -> tuple[str, list[Any]]:
         clauses, params = ["d.status = 'published'"], []
     else:
         clauses = [
-            "d.status IN ('published', 'superseded')",
+            "d.status IN ('published', 'superseded', 'retracted')",
             "d.valid_from <= %s",
             "(d.valid_to IS NULL OR d.valid_to > %s)",
         ]
