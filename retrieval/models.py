@@ -124,10 +124,21 @@ class LexicalTerm(models.Model):
     # BM25's term-frequency part at index time: orders a term's postings, best first, so a
     # query reads only the top of each list (the score itself uses the current averages).
     impact = models.FloatField()
+    # The claim is valid now (its document's status is `published`): a search "as of now"
+    # with no other filter reads the postings alone, never joining the documents.
+    published = models.BooleanField()
 
     class Meta:
         indexes = [
             models.Index(fields=["term", "-impact"], name="lexterm_term_impact"),
+            # Covering (row-level security reads group_id): an index-only, early-stopping
+            # scan of the best postings of each query term.
+            models.Index(
+                fields=["term", "-impact"],
+                include=["claim_id", "tf", "doc_len", "group_id"],
+                condition=Q(published=True),
+                name="lexterm_published_impact",
+            ),
         ]
         triggers = [
             pgtrigger.Trigger(

@@ -148,3 +148,18 @@ def test_postings_are_never_updated_in_place(tenant_a: Tenant) -> None:
         transaction.atomic(),
     ):
         LexicalTerm.objects.filter(term="kafka").update(tf=99)
+
+
+def test_the_postings_only_path_scores_as_the_joined_path_when_valid_now(
+    tenant_a: Tenant,
+) -> None:
+    ids = _claims(tenant_a, FACTS)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        Claim.objects.filter(pk=ids[0]).update(status=ClaimStatus.SUPERSEDED)
+        index_claims(claim_ids=[ids[0]], embedder=EMBEDDER)
+        query = Query(text="kafka runs on the cache")
+        where, params = _where(query)
+        fast = lexical_scores(query, where, params, 50)
+        joined = lexical_scores(query, f"{where} AND TRUE", params, 50)  # forces the join
+    assert fast == joined
+    assert ids[0] not in dict(fast)  # superseded: its postings are not "published"

@@ -27,8 +27,10 @@ class DimensionMismatch(Exception):
 # `simple` configuration made), with BM25's term-frequency part at the group's current
 # average length as the impact that orders each term's postings.
 _POSTINGS_INSERT = """
-    INSERT INTO retrieval_lexicalterm (group_id, claim_id, term, tf, doc_len, impact)
-    SELECT d.group_id, d.claim_id, t.term, t.tf, l.doc_len,
+    INSERT INTO retrieval_lexicalterm (
+        group_id, claim_id, term, tf, doc_len, published, impact
+    )
+    SELECT d.group_id, d.claim_id, t.term, t.tf, l.doc_len, d.status = 'published',
            t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * l.doc_len
                / coalesce(c.tokens::float8 / nullif(c.documents, 0), l.doc_len)))
     FROM retrieval_searchdocument d

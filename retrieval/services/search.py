@@ -71,10 +71,13 @@ class Result:
     stage3: Stage3 = Stage3.OFF
 
 
+_NOW = "d.status = 'published'"  # the valid-time filter "as of now"
+
+
 def _where(query: Query) -> tuple[str, list[Any]]:
     """The valid-time filter and the caller's filters, as SQL on `d`."""
     if query.as_of is None:
-        clauses, params = ["d.status = 'published'"], []
+        clauses, params = [_NOW], []
     else:
         clauses = [
             "d.status IN ('published', 'superseded', 'retracted')",
@@ -96,6 +99,25 @@ def _where(query: Query) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+def _postings(query: Query, where: str) -> str:
+    """One term's best postings that pass the filters, as SQL on `w.term`."""
+    if query.as_of is None and where == _NOW:
+        # Valid now and unfiltered: the covering partial index answers alone.
+        return """
+            SELECT t.claim_id, t.tf, t.doc_len FROM retrieval_lexicalterm t
+            WHERE t.term = w.term AND t.published
+            ORDER BY t.impact DESC
+            LIMIT %s
+        """
+    return f"""
+        SELECT t.claim_id, t.tf, t.doc_len
+        FROM retrieval_lexicalterm t JOIN retrieval_searchdocument d ON d.claim_id = t.claim_id
+        WHERE t.term = w.term AND {where}
+        ORDER BY t.impact DESC
+        LIMIT %s
+    """  # noqa: S608 - `where` is built from fixed fragments; values are parameters
+
+
 def lexical_scores(
     query: Query, where: str, params: list[Any], depth: int
 ) -> list[tuple[int, float]]:
@@ -107,9 +129,10 @@ def lexical_scores(
     that pass the filters; a term so common that its list runs longer carries an idf
     near zero, so what is cut off could barely move the ranking.
     """
+    postings = _postings(query, where)
     sql = f"""
         WITH q AS (
-            SELECT DISTINCT word AS term
+            SELECT array_agg(DISTINCT word) AS terms
             FROM unnest(tsvector_to_array(to_tsvector('simple', %s))) AS word
         ),
         corpus AS (
@@ -121,27 +144,22 @@ def lexical_scores(
             SELECT s.term, ln(1 + (c.n - s.df + 0.5) / (s.df + 0.5)) AS idf
             FROM (
                 SELECT term, least(sum(df), (SELECT n FROM corpus))::float8 AS df
-                FROM retrieval_lexicaltermstat WHERE term IN (SELECT term FROM q)
+                FROM retrieval_lexicaltermstat WHERE term = ANY ((SELECT terms FROM q)::text[])
                 GROUP BY term
             ) s, corpus c
         )
         SELECT p.claim_id,
                sum(w.idf * p.tf * (%s + 1) / (p.tf + %s * (1 - %s + %s * p.doc_len / c.avg_len)))
                    AS score
-        FROM weights w CROSS JOIN corpus c CROSS JOIN LATERAL (
-            SELECT t.claim_id, t.tf, t.doc_len
-            FROM retrieval_lexicalterm t JOIN retrieval_searchdocument d ON d.claim_id = t.claim_id
-            WHERE t.term = w.term AND {where}
-            ORDER BY t.impact DESC
-            LIMIT %s
-        ) p
+        FROM weights w CROSS JOIN corpus c CROSS JOIN LATERAL ({postings}) p
         GROUP BY p.claim_id
         ORDER BY score DESC, p.claim_id
         LIMIT %s
-    """  # noqa: S608 - `where` is built from fixed fragments; values are parameters
+    """  # noqa: S608 - `postings` is one of two fixed fragments; values are parameters
     k1, b = lexical.K1, lexical.B
+    filters = [] if "t.published" in postings else params
     with connection.cursor() as cursor:
-        cursor.execute(sql, [query.text, k1, k1, b, b, *params, POSTINGS_PER_TERM, depth])
+        cursor.execute(sql, [query.text, k1, k1, b, b, *filters, POSTINGS_PER_TERM, depth])
         return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
