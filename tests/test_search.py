@@ -257,3 +257,12 @@ def test_retracted_facts_are_hidden_now_and_visible_as_of_the_past(
     after = (retracted_at + dt.timedelta(days=1)).isoformat()
     later = _search(client, corpus, q="ledger-db double-entry books", as_of=after)
     assert claim.pk not in [hit["claim_id"] for hit in later["hits"]]
+
+
+def test_search_reports_its_steps_in_server_timing(corpus: Tenant, client: Client) -> None:
+    client.force_login(corpus.admin)
+    response = client.get("/api/v1/search", {"q": "billing-api"})
+    metrics = dict(part.strip().split(";dur=") for part in response["Server-Timing"].split(","))
+    assert {"lexical", "embed", "vector", "blend", "log", "app"} <= set(metrics)
+    assert all(float(ms) >= 0 for ms in metrics.values())
+    assert float(metrics["app"]) >= float(metrics["lexical"])

@@ -130,7 +130,7 @@ class SearchView(APIView):
                     "citations": _citations(claim),
                 }
             )
-        return Response(
+        response = Response(
             {
                 "query_id": str(result.query_id),
                 "count": len(hits),
@@ -138,6 +138,11 @@ class SearchView(APIView):
                 "hits": hits,
             }
         )
+        # Per-step figures beside the middleware's whole-request `app` metric.
+        response["Server-Timing"] = ", ".join(
+            f"{step};dur={ms:.1f}" for step, ms in result.timings.items()
+        )
+        return response
 
 
 class FeedbackInput(serializers.Serializer):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -69,6 +71,7 @@ class Result:
     query_id: uuid.UUID
     hits: list[Hit]
     stage3: Stage3 = Stage3.OFF
+    timings: dict[str, float] = field(default_factory=dict)  # ms per step
 
 
 _NOW = "d.status = 'published'"  # the valid-time filter "as of now"
@@ -194,14 +197,38 @@ def _votes(claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
     return {row["claim_id"]: (row["up"], row["down"]) for row in rows}
 
 
+class Stopwatch:
+    """Milliseconds per named step of one search (reported in its Server-Timing header)."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+
 def stage1(
-    query: Query, *, embedder: Embedder | None, depth: int = STAGE1_DEPTH
+    query: Query,
+    *,
+    embedder: Embedder | None,
+    depth: int = STAGE1_DEPTH,
+    watch: Stopwatch | None = None,
 ) -> dict[str, list[int]]:
     """The full-text and vector rankings (each its top `depth`) under the valid-time filter."""
+    watch = watch or Stopwatch()
     where, params = _where(query)
-    rankings = {"fulltext": _fulltext(query, where, params, depth)}
+    with watch.step("lexical"):
+        rankings = {"fulltext": _fulltext(query, where, params, depth)}
     if embedder is not None:
-        rankings["vector"] = _vector(embedder.embed([query.text])[0], where, params, depth)
+        with watch.step("embed"):
+            vector = embedder.embed([query.text])[0]
+        with watch.step("vector"):
+            rankings["vector"] = _vector(vector, where, params, depth)
     return rankings
 
 
@@ -254,32 +281,24 @@ def search(
     reranking: Reranking | None = None,
 ) -> Result:
     """Rank, cite and log: every returned hit's signal vector is stored for calibration."""
-    rankings = stage1(query, embedder=embedder)
-    fused = ranking.rrf(list(rankings.values()), k=1)
-    docs = {d.claim_id: d for d in SearchDocument.objects.filter(claim_id__in=list(fused))}
-    ranked = ranking.rank(
-        _candidates(query, fused, docs), weights=weights, now=now, half_life_s=half_life_s
-    )
+    watch = Stopwatch()
+    rankings = stage1(query, embedder=embedder, watch=watch)
+    with watch.step("blend"):
+        fused = ranking.rrf(list(rankings.values()), k=1)
+        docs = {d.claim_id: d for d in SearchDocument.objects.filter(claim_id__in=list(fused))}
+        ranked = ranking.rank(
+            _candidates(query, fused, docs), weights=weights, now=now, half_life_s=half_life_s
+        )
     signals = {claim_id: row_signals for claim_id, _, row_signals in ranked}
     final = [(claim_id, score) for claim_id, score, _ in ranked]
     ce: dict[int, float] = {}
     stage3 = Stage3.OFF
     if reranking is not None and final:
-        final, ce, stage3 = _stage3(query, final, docs, reranking)
+        with watch.step("rerank"):
+            final, ce, stage3 = _stage3(query, final, docs, reranking)
     query_id = uuid.uuid4()
-    logged = SearchHit.objects.bulk_create(
-        SearchHit(
-            group_id=docs[claim_id].group_id,
-            query_id=query_id,
-            query_text=query.text,
-            claim_id=claim_id,
-            rank=position,
-            score=score,
-            signals=signals[claim_id].as_dict(),
-            user_id=user_id,
-        )
-        for position, (claim_id, score) in enumerate(final[: query.k], start=1)
-    )
+    with watch.step("log"):
+        logged = _log(query, query_id, final, docs, signals, user_id)
     positions = {name: {cid: i for i, cid in enumerate(ids, 1)} for name, ids in rankings.items()}
     hits = [
         Hit(
@@ -292,7 +311,31 @@ def search(
         )
         for row in logged
     ]
-    return Result(query_id=query_id, hits=hits, stage3=stage3)
+    return Result(query_id=query_id, hits=hits, stage3=stage3, timings=watch.ms)
+
+
+def _log(
+    query: Query,
+    query_id: uuid.UUID,
+    final: list[tuple[int, float]],
+    docs: dict[int, SearchDocument],
+    signals: dict[int, ranking.Signals],
+    user_id: int | None,
+) -> list[SearchHit]:
+    """Store each returned hit with the signal vector it was ranked by (for calibration)."""
+    return SearchHit.objects.bulk_create(
+        SearchHit(
+            group_id=docs[claim_id].group_id,
+            query_id=query_id,
+            query_text=query.text,
+            claim_id=claim_id,
+            rank=position,
+            score=score,
+            signals=signals[claim_id].as_dict(),
+            user_id=user_id,
+        )
+        for position, (claim_id, score) in enumerate(final[: query.k], start=1)
+    )
 
 
 @transaction.atomic
