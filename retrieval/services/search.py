@@ -27,7 +27,7 @@ from retrieval.ports import RerankerError, Reranking
 logger = logging.getLogger(__name__)
 
 STAGE1_DEPTH = 50
-POSTINGS_PER_TERM = 1000
+POSTINGS_PER_TERM = 500  # SciFact: fused nDCG@10 0.7144 at 500, 0.7126 at 1000 and at 300
 MAX_QUERY_CHARS = 2000
 
 
