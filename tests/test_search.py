@@ -266,3 +266,20 @@ def test_search_reports_its_steps_in_server_timing(corpus: Tenant, client: Clien
     assert {"lexical", "embed", "vector", "blend", "log", "app"} <= set(metrics)
     assert all(float(ms) >= 0 for ms in metrics.values())
     assert float(metrics["app"]) >= float(metrics["lexical"])
+
+
+def test_search_runs_a_fixed_number_of_queries_whatever_the_hit_count(
+    corpus: Tenant, client: Client
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(corpus.admin)
+    counts, hits = [], []
+    for k in (1, 10):
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get("/api/v1/search", {"q": "billing ledger Hà Nội", "k": k})
+        hits.append(len(response.json()["hits"]))
+        counts.append(len(queries))
+    assert hits[0] == 1 < hits[1]  # more hits, more citations to fetch...
+    assert counts[0] == counts[1]  # ... in the same queries

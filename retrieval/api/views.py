@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -10,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from curation.models import Claim
+from curation.models import Claim, Evidence
 from retrieval import bootstrap
 from retrieval.api.serializers import SearchResultSerializer
 from retrieval.models import SearchHit
@@ -106,7 +107,9 @@ class SearchView(APIView):
             c.pk: c
             for c in Claim.objects.filter(pk__in=[hit.claim_id for hit in result.hits])
             .select_related("subject", "object_entity")
-            .prefetch_related("evidence__episode__source")
+            .prefetch_related(
+                Prefetch("evidence", Evidence.objects.select_related("episode__source"))
+            )
         }
         hits = []
         for hit in result.hits:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -115,7 +115,8 @@ class Signals:
 
     def as_dict(self) -> dict[str, float]:
         """The signals by name, in blend order."""
-        return asdict(self)
+        # Not dataclasses.asdict: it deep-copies, and the ranker calls this per candidate.
+        return {name: getattr(self, name) for name in SIGNALS}
 
 
 SIGNALS: tuple[str, ...] = tuple(field.name for field in fields(Signals))
@@ -156,7 +157,7 @@ class Weights:
 
     def as_dict(self) -> dict[str, float]:
         """The weights by signal name, in blend order."""
-        return asdict(self)
+        return {name: getattr(self, name) for name in SIGNALS}
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -164,8 +165,7 @@ DEFAULT_WEIGHTS = Weights()
 
 def blend(signals: Signals, weights: Weights) -> float:
     """The weighted sum of the signals, in [0, 1]."""
-    weight = weights.as_dict()
-    total = math.fsum(weight[name] * value for name, value in signals.as_dict().items())
+    total = math.fsum(getattr(weights, name) * getattr(signals, name) for name in SIGNALS)
     return min(total, 1.0)  # weights sum to 1 only up to rounding
 
 

@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Value
 
 from curation.ports import Embedder
 from retrieval.domain import lexical, ranking
@@ -189,12 +189,14 @@ def _vector(vector: Sequence[float], where: str, params: list[Any], depth: int) 
 
 
 def _votes(claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
-    rows = (
-        Feedback.objects.filter(claim_id__in=claim_ids)
-        .values("claim_id")
-        .annotate(up=Count("pk", filter=Q(helpful=True)), down=Count("pk", filter=Q(helpful=False)))
-    )
-    return {row["claim_id"]: (row["up"], row["down"]) for row in rows}
+    """(up, down) per claim that has votes."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT claim_id, count(*) FILTER (WHERE helpful), count(*) FILTER (WHERE NOT helpful)"
+            " FROM retrieval_feedback WHERE claim_id = ANY(%s) GROUP BY claim_id",
+            [list(claim_ids)],
+        )
+        return {claim_id: (up, down) for claim_id, up, down in cursor.fetchall()}
 
 
 class Stopwatch:
@@ -232,8 +234,29 @@ def stage1(
     return rankings
 
 
+class Candidate(NamedTuple):
+    """What ranking reads of a stage-1 candidate's index row (never its vector)."""
+
+    claim_id: int
+    group_id: str
+    status: str
+    authority: float
+    verification: float
+    confidence: float
+    valid_from: dt.datetime
+    text: str
+
+
+def _documents(claim_ids: list[int], *, with_text: bool) -> dict[int, Candidate]:
+    """The candidates' index rows, as plain tuples; their text only when stage 3 reads it."""
+    rows = SearchDocument.objects.filter(claim_id__in=claim_ids).values_list(
+        *Candidate._fields[:-1], "text" if with_text else Value("")
+    )
+    return {row[0]: Candidate(*row) for row in rows}
+
+
 def _candidates(
-    query: Query, fused: dict[int, float], docs: dict[int, SearchDocument]
+    query: Query, fused: dict[int, float], docs: dict[int, Candidate]
 ) -> dict[int, ranking.CandidateFacts]:
     votes = _votes(list(docs))
     return {
@@ -254,7 +277,7 @@ def _candidates(
 def _stage3(
     query: Query,
     blended: list[tuple[int, float]],
-    docs: dict[int, SearchDocument],
+    docs: dict[int, Candidate],
     reranking: Reranking,
 ) -> tuple[list[tuple[int, float]], dict[int, float], Stage3]:
     """Re-score the top N with the cross-encoder; on failure keep stage 2's order."""
@@ -269,7 +292,8 @@ def _stage3(
     return ranking.rerank(blended, ce, w=reranking.weight), ce, Stage3.APPLIED
 
 
-@transaction.atomic
+# A request's transaction already wraps a search; a savepoint would only add round trips.
+@transaction.atomic(savepoint=False)
 def search(
     *,
     query: Query,
@@ -285,7 +309,7 @@ def search(
     rankings = stage1(query, embedder=embedder, watch=watch)
     with watch.step("blend"):
         fused = ranking.rrf(list(rankings.values()), k=1)
-        docs = {d.claim_id: d for d in SearchDocument.objects.filter(claim_id__in=list(fused))}
+        docs = _documents(list(fused), with_text=reranking is not None)
         ranked = ranking.rank(
             _candidates(query, fused, docs), weights=weights, now=now, half_life_s=half_life_s
         )
@@ -318,7 +342,7 @@ def _log(
     query: Query,
     query_id: uuid.UUID,
     final: list[tuple[int, float]],
-    docs: dict[int, SearchDocument],
+    docs: dict[int, Candidate],
     signals: dict[int, ranking.Signals],
     user_id: int | None,
 ) -> list[SearchHit]:
