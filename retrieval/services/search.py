@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -224,14 +226,28 @@ def stage1(
     """The full-text and vector rankings (each its top `depth`) under the valid-time filter."""
     watch = watch or Stopwatch()
     where, params = _where(query)
+    # The query is embedded while Postgres runs the lexical half: the model and the
+    # database wait both release the GIL, so the two overlap instead of adding up.
+    embedding = _embedding_pool().submit(embedder.embed, [query.text]) if embedder else None
     with watch.step("lexical"):
         rankings = {"fulltext": _fulltext(query, where, params, depth)}
-    if embedder is not None:
-        with watch.step("embed"):
-            vector = embedder.embed([query.text])[0]
+    if embedding is not None:
+        with watch.step("embed"):  # only the wait left after the lexical half
+            vector = embedding.result()[0]
         with watch.step("vector"):
             rankings["vector"] = _vector(vector, where, params, depth)
     return rankings
+
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def _embedding_pool() -> ThreadPoolExecutor:
+    """This process's threads for query embeddings (a forked worker makes its own)."""
+    pid = os.getpid()
+    if pid not in _pools:
+        _pools[pid] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vera-query-embed")
+    return _pools[pid]
 
 
 class Candidate(NamedTuple):
