@@ -16,7 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DB_NAME = os.environ.get("VERA_BENCH_DB", "vera_bench")
+
+
+def db_name() -> str:
+    """The bench database's name: VERA_BENCH_DB, else `vera_bench` (read at call time)."""
+    return os.environ.get("VERA_BENCH_DB", "vera_bench")
 
 
 def _service_env() -> dict[str, str]:
@@ -36,17 +40,21 @@ def _with_db(url: str, name: str) -> str:
 
 
 def setup_django(*, fresh: bool = True) -> None:
-    """Start services, (re)create the bench database, migrate as owner, then act as the app role."""
+    """Start services, (re)create the bench database, migrate as owner, then act as the app role.
+
+    `fresh=False` keeps the database and its data when it exists (creating it if not).
+    """
     env = _service_env()
     os.environ.update(env)
     import psycopg
 
-    owner = env["DATABASE_OWNER_URL"]
-    if fresh:
-        with psycopg.connect(_with_db(owner, "postgres"), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
-    os.environ["DATABASE_URL"] = _with_db(owner, DB_NAME)
+    owner, name = env["DATABASE_OWNER_URL"], db_name()
+    with psycopg.connect(_with_db(owner, "postgres"), autocommit=True) as conn:
+        if fresh:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    os.environ["DATABASE_URL"] = _with_db(owner, name)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.local")
     os.environ["DJANGO_DEBUG"] = "false"
     os.environ.setdefault("VERA_OBJECT_STORE__ROOT", str(ROOT / ".devservices" / "bench-objects"))

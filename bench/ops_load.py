@@ -1,0 +1,247 @@
+"""Load an ops corpus (bench/ops_corpus.py) into a workspace with the ORM, then index it.
+
+Bulk inserts run as the application role inside `rls.tenant_context`, a few thousand
+claims per transaction; documents enter the search index only through `index_claims`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import itertools
+import time
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import models
+from django.utils import timezone
+
+from bench.common import analyze, db_name, timed
+from bench.ops_corpus import SOURCES, Corpus, Fact, episode_url
+from curation.domain.tiers import AUTHORITY, ClaimStatus, Tier, Verification
+from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
+from curation.ports import Embedder
+from retrieval.models import GroupEmbedding, SearchDocument
+from retrieval.services.index import INDEXED_STATUSES, index_claims
+from tenants import rls
+from tenants.domain.access import Principal
+from tenants.domain.scopes import Role, ScopeKind
+from tenants.models import Scope
+from tenants.selectors import principal_for_user, principal_system
+from tenants.services.api_keys import api_key_issue
+from tenants.services.scopes import membership_grant, scope_create
+
+WORKSPACE = "Latency WS"
+CHUNK = 4000
+INDEX_BATCH = 512
+
+
+def _bulk(model: type[models.Model], rows: Iterable[models.Model]) -> list[Any]:
+    created: list[Any] = []
+    for batch in itertools.batched(rows, CHUNK):
+        created += model._default_manager.bulk_create(batch)
+    return created
+
+
+def _crc(text: str) -> int:
+    return zlib.crc32(text.encode())
+
+
+class _Loader:
+    """Entities, sources and episodes made once; claims and evidence chunk by chunk."""
+
+    def __init__(self, *, corpus: Corpus, group_id: str, principal: Principal) -> None:
+        self.group_id, self.principal = group_id, principal
+        with rls.tenant_context(principal):
+            names = corpus.vocabulary.entities().items()
+            entities = _bulk(
+                Entity,
+                (Entity(group_id=group_id, canonical_name=n, entity_type=k) for n, k in names),
+            )
+            self.entity = {row.canonical_name: row.pk for row in entities}
+            self.source = {name: self._source(name, kind, tier) for name, kind, tier in SOURCES}
+            now = timezone.now()
+            episodes = _bulk(Episode, (
+                self._episode(source, service, now)
+                for source in self.source.values()
+                for service in corpus.services
+            ))  # fmt: skip
+        self.episode = {(e.source.name, e.title): e.pk for e in episodes}
+
+    def _source(self, name: str, kind: str, tier: int) -> Source:
+        return Source.objects.create(
+            group_id=self.group_id, origin_group_id=self.group_id, name=name, kind=kind,
+            config={"root": "/nonexistent"}, trust_tier=tier, enabled=False,
+        )  # fmt: skip
+
+    def _episode(self, source: Source, service: str, now: dt.datetime) -> Episode:
+        external_id, url = episode_url(source.name, service)
+        return Episode(
+            group_id=self.group_id, source=source, external_id=external_id, url=url,
+            title=service, content_hash=hashlib.sha256(external_id.encode()).hexdigest(),
+            mime="text/markdown", size=2000 + _crc(external_id) % 20000, fetched_at=now,
+            status=EpisodeStatus.PROCESSED, claims_count=0,
+        )  # fmt: skip
+
+    def _claim(self, fact: Fact, *, newer: Claim | None = None) -> Claim:
+        source = self.source[fact.source]
+        target = self.entity[fact.object_entity] if fact.object_entity else None
+        literal = fact.object_literal
+        key = f"e:{target}" if target else "l:" + " ".join(str(literal).lower().split())[:290]
+        return Claim(
+            group_id=self.group_id, source=source, subject_id=self.entity[fact.subject],
+            predicate=fact.predicate, object_entity_id=target,
+            object_literal=None if target else literal, object_key=key, fact_text=fact.fact,
+            confidence=0.6 + _crc(fact.fact) % 40 / 100, verification=Verification.AUTO,
+            tier=source.trust_tier, authority=AUTHORITY[Tier(source.trust_tier)],
+            status=ClaimStatus.SUPERSEDED if newer else ClaimStatus.PUBLISHED,
+            valid_from=fact.valid_from, valid_to=newer.valid_from if newer else None,
+            superseded_by=newer, version=2 if newer else 1,
+        )  # fmt: skip
+
+    def _evidence(self, fact: Fact, claim: Claim) -> list[Evidence]:
+        start = _crc(fact.snippet) % 1500
+        cited = [(fact.source, fact.snippet, start)]
+        if fact.source != "service-catalog" and _crc(fact.fact) % 10 == 0:
+            cited.append(("service-catalog", fact.fact, start // 3))  # also said elsewhere
+        return [
+            Evidence(
+                group_id=self.group_id,
+                claim=claim,
+                episode_id=self.episode[(source, fact.subject)],
+                start=offset,
+                end=offset + len(snippet),
+                snippet=snippet,
+            )
+            for source, snippet, offset in cited
+        ]
+
+    def chunk(self, facts: list[Fact]) -> list[int]:
+        """Insert these facts (and their superseded revisions); returns every new claim id."""
+        with rls.tenant_context(self.principal):
+            current = Claim.objects.bulk_create([self._claim(f) for f in facts])
+            revised = [(f.previous, c) for f, c in zip(facts, current, strict=True) if f.previous]
+            older = Claim.objects.bulk_create([self._claim(p, newer=c) for p, c in revised])
+            cited = [
+                *zip(facts, current, strict=True),
+                *zip((previous for previous, _ in revised), older, strict=True),
+            ]
+            Evidence.objects.bulk_create(
+                [row for fact, claim in cited for row in self._evidence(fact, claim)]
+            )
+        return [claim.pk for claim in (*current, *older)]
+
+
+def load(*, corpus: Corpus) -> tuple[Scope, list[int]]:
+    """A fresh organisation and workspace holding the corpus; returns it and the claim ids."""
+    org = scope_create(kind=ScopeKind.ORGANISATION, name="Latency Org")
+    workspace = scope_create(kind=ScopeKind.WORKSPACE, name=WORKSPACE, parent_id=org.pk)
+    principal = principal_system("bench", group_ids=[workspace.group_id])
+    loader = _Loader(corpus=corpus, group_id=workspace.group_id, principal=principal)
+    ids: list[int] = []
+    for start in range(0, corpus.size, CHUNK):
+        stop = min(start + CHUNK, corpus.size)
+        ids += loader.chunk([corpus.fact(i) for i in range(start, stop)])
+    return workspace, ids
+
+
+def index_all(ids: list[int], *, workspace: Scope, embedder: Embedder) -> int:
+    """Index the claims in batches through `index_claims`, printing progress; returns the count."""
+    principal = principal_system("bench", group_ids=[workspace.group_id])
+    done, started, reported = 0, time.perf_counter(), 0
+    for start in range(0, len(ids), INDEX_BATCH):
+        with rls.tenant_context(principal):
+            done += index_claims(claim_ids=ids[start : start + INDEX_BATCH], embedder=embedder)
+        if done - reported >= 10_000:
+            reported = done
+            rate = done / (time.perf_counter() - started)
+            print(f"  indexed {done}/{len(ids)} ({rate:.0f} documents/s)", flush=True)
+    return done
+
+
+@dataclass(frozen=True)
+class LoadedState:
+    """What a workspace loaded earlier holds."""
+
+    published: int
+    unindexed: int  # published or superseded claims without an index document
+    model: str | None
+    dimension: int | None
+
+
+def loaded_state(*, workspace: Scope) -> LoadedState:
+    """Published claims, missing index documents and the embedding pin of a workspace."""
+    principal = principal_system("bench", group_ids=[workspace.group_id])
+    with rls.tenant_context(principal):
+        published = Claim.objects.filter(status=ClaimStatus.PUBLISHED).count()
+        indexed = Claim.objects.filter(status__in=INDEXED_STATUSES).count()
+        documents = SearchDocument.objects.count()
+        pin = GroupEmbedding.objects.filter(group_id=workspace.group_id).first()
+    return LoadedState(
+        published=published,
+        unindexed=indexed - documents,
+        model=pin.model if pin else None,
+        dimension=pin.dimension if pin else None,
+    )
+
+
+def _loading_embedder(configured: Embedder) -> Embedder:
+    """MiniLM on every core for the bulk load (batches of 32 beat 64 here); else the configured one.
+
+    Uncached on purpose: the documents' vectors would fill Redis and no query reads them.
+    """
+    if settings.VERA_EMBEDDER__PROVIDER != "minilm":
+        return configured
+    from retrieval.adapters.embedders import MiniLMEmbedder
+
+    return MiniLMEmbedder(intra_op_threads=None, batch_size=32)
+
+
+def ensure_loaded(*, claims: int, reuse: bool, embedder: Embedder) -> Corpus:
+    """The corpus in the bench database: loaded and indexed now, or found loaded (--reuse)."""
+    workspace = Scope.objects.filter(name=WORKSPACE).first()
+    if reuse and workspace is not None:
+        state = loaded_state(workspace=workspace)
+        wanted = (claims, 0, embedder.model, embedder.dimension)
+        if (state.published, state.unindexed, state.model, state.dimension) != wanted:
+            raise SystemExit(
+                f"--reuse: {db_name()} holds {state}, not {claims} published claims indexed "
+                f"with {embedder.model} ({embedder.dimension}); run without --reuse to rebuild it"
+            )
+        print(f"reuse            {state.published} published claims in {db_name()}")
+        return Corpus(size=claims, now=timezone.now())
+    corpus = Corpus(size=claims, now=timezone.now())
+    with timed() as took:
+        workspace, ids = load(corpus=corpus)
+    print(f"load             {len(ids)} claims ({claims} published) in {took[0]:.1f} s", flush=True)
+    loading = _loading_embedder(embedder)
+    with timed() as took:
+        done = index_all(ids, workspace=workspace, embedder=loading)
+    rate = done / took[0]
+    print(f"index            {done} documents in {took[0]:.1f} s ({rate:.0f} documents/s)")
+    with timed() as took:
+        analyze()
+    print(f"analyze          {took[0]:.1f} s", flush=True)
+    return corpus
+
+
+def viewer_key() -> str:
+    """A fresh API key of a viewer of the workspace, issued by its admin through the service."""
+    users = get_user_model().objects
+    workspace = Scope.objects.get(name=WORKSPACE)
+    people = {}
+    for username, role in (("latency-admin", Role.ADMIN), ("latency-viewer", Role.VIEWER)):
+        user = users.filter(username=username).first() or users.create_user(username=username)
+        membership_grant(user_id=user.pk, scope_id=workspace.pk, role=role)
+        people[role] = user
+    actor = principal_for_user(people[Role.ADMIN].pk, label="bench")
+    with rls.tenant_context(actor):
+        issued = api_key_issue(
+            actor=actor, owner_id=people[Role.VIEWER].pk, scope_id=workspace.pk,
+            name=f"latency-{time.time_ns()}", role_ceiling=Role.VIEWER,
+        )  # fmt: skip
+    return issued.plaintext
