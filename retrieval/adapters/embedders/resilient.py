@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import functools
 import itertools
-import random
-import time
 from collections.abc import Sequence
 
 from curation.ports import Embedder
 from retrieval.adapters.embedders.base import EmbedResult, embed_with_usage, sum_tokens
-from retrieval.domain.resilience import (
-    CircuitBreaker,
-    Sleep,
-    TokenBucket,
-    call_with_resilience,
-)
+from retrieval.adapters.guarded import Guarded
 
 
-class ResilientEmbedder:
+class ResilientEmbedder(Guarded[Embedder]):
     """Embedder port around a provider: circuit breaker, rate limit and full-jitter retries.
 
     It splits the input into the provider's own batches (`inner.batch_size`) and guards
@@ -27,28 +20,9 @@ class ResilientEmbedder:
     CachedEmbedder, not the other way round, so cache hits never wait for a token.
     """
 
-    def __init__(
-        self,
-        inner: Embedder,
-        *,
-        breaker: CircuitBreaker | None,
-        bucket: TokenBucket | None = None,
-        retries: int = 2,
-        retry_on: tuple[type[BaseException], ...] | None = None,
-        sleep: Sleep = time.sleep,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.inner = inner
-        self.model = inner.model
-        self.dimension = inner.dimension
-        self.breaker = breaker
-        self.bucket = bucket
-        self.retries = retries
-        self.retry_on: tuple[type[BaseException], ...] = (
-            retry_on if retry_on is not None else getattr(inner, "transient_errors", ())
-        )
-        self._sleep = sleep
-        self._rng = rng if rng is not None else random.Random()  # noqa: S311 - jitter only
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
 
     @property
     def cache_variant(self) -> str | None:
@@ -65,15 +39,7 @@ class ResilientEmbedder:
         tokens: list[int | None] = []
         calls = 0
         for batch in itertools.batched(texts, batch_size):
-            result = call_with_resilience(
-                functools.partial(embed_with_usage, self.inner, batch),
-                breaker=self.breaker,
-                bucket=self.bucket,
-                retries=self.retries,
-                retry_on=self.retry_on,
-                sleep=self._sleep,
-                rng=self._rng,
-            )
+            result = self._guarded(functools.partial(embed_with_usage, self.inner, batch))
             vectors += result.vectors
             tokens.append(result.tokens)
             calls += result.calls

@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-import random
-import time
 from collections.abc import Sequence
 
+from retrieval.adapters.guarded import Guarded
 from retrieval.adapters.rerankers.base import described
-from retrieval.domain.resilience import (
-    CircuitBreaker,
-    CircuitOpen,
-    Sleep,
-    TokenBucket,
-    call_with_resilience,
-)
+from retrieval.domain.resilience import CircuitOpen
 from retrieval.ports import Reranker, RerankerError
 
 
-class ResilientReranker:
+class ResilientReranker(Guarded[Reranker]):
     """Reranker port around a provider: circuit breaker, rate limit and full-jitter retries.
 
     It splits the documents into the provider's own batches (`inner.batch_size`) and
@@ -27,28 +20,6 @@ class ResilientReranker:
     `transient_errors`. Every final failure, the open circuit included, is raised as
     RerankerError, so that search can fall back to the stage-2 order.
     """
-
-    def __init__(
-        self,
-        inner: Reranker,
-        *,
-        breaker: CircuitBreaker | None,
-        bucket: TokenBucket | None = None,
-        retries: int = 2,
-        retry_on: tuple[type[BaseException], ...] | None = None,
-        sleep: Sleep = time.sleep,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.inner = inner
-        self.model = inner.model
-        self.breaker = breaker
-        self.bucket = bucket
-        self.retries = retries
-        self.retry_on: tuple[type[BaseException], ...] = (
-            retry_on if retry_on is not None else getattr(inner, "transient_errors", ())
-        )
-        self._sleep = sleep
-        self._rng = rng if rng is not None else random.Random()  # noqa: S311 - jitter only
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         """The inner reranker's scores, batch by batch; RerankerError on any final failure."""
@@ -60,15 +31,7 @@ class ResilientReranker:
 
     def _score_batch(self, query: str, documents: Sequence[str]) -> list[float]:
         try:
-            return call_with_resilience(
-                functools.partial(self.inner.score, query, documents),
-                breaker=self.breaker,
-                bucket=self.bucket,
-                retries=self.retries,
-                retry_on=self.retry_on,
-                sleep=self._sleep,
-                rng=self._rng,
-            )
+            return self._guarded(functools.partial(self.inner.score, query, documents))
         except RerankerError:
             raise
         except CircuitOpen as error:

@@ -1,0 +1,56 @@
+"""The resilience chain shared by the provider decorators (embeddings, reranking)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from retrieval.domain.resilience import CircuitBreaker, Sleep, TokenBucket, call_with_resilience
+
+
+class _Provider(Protocol):
+    model: str
+
+
+class Guarded[P: _Provider]:
+    """A provider behind a circuit breaker, a token bucket and full-jitter retries.
+
+    Transient errors default to the provider's own `transient_errors`; the sleep and the
+    random source are injectable so that tests never wait.
+    """
+
+    def __init__(
+        self,
+        inner: P,
+        *,
+        breaker: CircuitBreaker | None,
+        bucket: TokenBucket | None = None,
+        retries: int = 2,
+        retry_on: tuple[type[BaseException], ...] | None = None,
+        sleep: Sleep = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.breaker = breaker
+        self.bucket = bucket
+        self.retries = retries
+        self.retry_on: tuple[type[BaseException], ...] = (
+            retry_on if retry_on is not None else getattr(inner, "transient_errors", ())
+        )
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random()  # noqa: S311 - jitter only
+
+    def _guarded[T](self, call: Callable[[], T]) -> T:
+        """One provider request through breaker, bucket and retries."""
+        return call_with_resilience(
+            call,
+            breaker=self.breaker,
+            bucket=self.bucket,
+            retries=self.retries,
+            retry_on=self.retry_on,
+            sleep=self._sleep,
+            rng=self._rng,
+        )
