@@ -283,3 +283,26 @@ def test_search_runs_a_fixed_number_of_queries_whatever_the_hit_count(
         counts.append(len(queries))
     assert hits[0] == 1 < hits[1]  # more hits, more citations to fetch...
     assert counts[0] == counts[1]  # ... in the same queries
+
+
+class _BrokenEmbedder:
+    """An embedder whose provider is down (its circuit open)."""
+
+    model, dimension = "hashing-v1", 256
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        from retrieval.domain.resilience import CircuitOpen
+
+        raise CircuitOpen("embedder", retry_after_s=30.0)
+
+
+def test_search_answers_by_text_alone_when_the_query_embedding_fails(
+    corpus: Tenant, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval import bootstrap
+
+    providers = bootstrap.providers()
+    monkeypatch.setattr(type(providers), "embedder", lambda self: _BrokenEmbedder())
+    body = _search(client, corpus, q="ledger-db double-entry books")
+    assert body["degraded"] == ["vector"]
+    assert "ledger-db" in body["hits"][0]["fact"]

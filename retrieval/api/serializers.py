@@ -50,4 +50,8 @@ class SearchResultSerializer(serializers.Serializer):
     query_id = serializers.UUIDField()
     count = serializers.IntegerField()
     stage3 = serializers.ChoiceField(choices=["off", "applied", "unavailable"])
+    degraded = serializers.ListField(
+        child=serializers.ChoiceField(choices=["vector"]),
+        help_text="stage-1 halves that could not run (the query embedding failed)",
+    )
     hits = SearchHitSerializer(many=True)

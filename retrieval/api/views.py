@@ -138,6 +138,7 @@ class SearchView(APIView):
                 "query_id": str(result.query_id),
                 "count": len(hits),
                 "stage3": result.stage3.value,
+                "degraded": list(result.degraded),
                 "hits": hits,
             }
         )

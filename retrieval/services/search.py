@@ -12,7 +12,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -74,6 +74,7 @@ class Result:
     hits: list[Hit]
     stage3: Stage3 = Stage3.OFF
     timings: dict[str, float] = field(default_factory=dict)  # ms per step
+    degraded: tuple[str, ...] = ()  # stage-1 halves that could not run ("vector")
 
 
 _NOW = "d.status = 'published'"  # the valid-time filter "as of now"
@@ -233,10 +234,22 @@ def stage1(
         rankings = {"fulltext": _fulltext(query, where, params, depth)}
     if embedding is not None:
         with watch.step("embed"):  # only the wait left after the lexical half
-            vector = embedding.result()[0]
-        with watch.step("vector"):
-            rankings["vector"] = _vector(vector, where, params, depth)
+            vector = _query_vector(embedding)
+        if vector is not None:
+            with watch.step("vector"):
+                rankings["vector"] = _vector(vector, where, params, depth)
     return rankings
+
+
+def _query_vector(embedding: Future[list[list[float]]]) -> list[float] | None:
+    """The query's vector, or None when the embedder failed: search answers by text alone."""
+    try:
+        return embedding.result()[0]
+    except Exception as error:
+        # A provider outage (its circuit open, retries spent) must not take search down;
+        # the response says which half is missing. The class name only: no secrets.
+        logger.warning("vector half skipped, the query embedding failed: %s", type(error).__name__)
+        return None
 
 
 _pools: dict[int, ThreadPoolExecutor] = {}
@@ -351,7 +364,8 @@ def search(
         )
         for row in logged
     ]
-    return Result(query_id=query_id, hits=hits, stage3=stage3, timings=watch.ms)
+    degraded = ("vector",) if embedder is not None and "vector" not in rankings else ()
+    return Result(query_id=query_id, hits=hits, stage3=stage3, timings=watch.ms, degraded=degraded)
 
 
 def _log(
