@@ -287,8 +287,12 @@ def test_keyboard_approves_then_rejects_with_a_reason(reviewer_page: Page, pendi
 
     expect(second).to_have_text("Rejected")
     expect(_count(page, "claims")).to_have_text("2")
+    third = page.locator(f"#item-{third_id}")
+    expect(third).to_be_focused()  # the form's decision moves on to the next row too
+    page.keyboard.press("k")
+    expect(third).to_be_focused()  # decided rows are skipped: it is the first undecided
     page.keyboard.press("j")
-    expect(page.locator(f"#item-{third_id}")).to_be_focused()
+    expect(rows.nth(1)).to_be_focused()
     with rls.tenant_context(pending.principal(pending.admin)):
         claims = Claim.objects.in_bulk([first_id, second_id, third_id])
     assert claims[first_id].status == ClaimStatus.PUBLISHED

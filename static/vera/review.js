@@ -42,6 +42,24 @@
     if (next) setTimeout(() => next.focus(), 0);
   }
 
+  // A decision sent from a row's form (Enter in the reason field) swaps that row out with
+  // the focus inside it, which would leave the focus nowhere: once the decided row is in,
+  // move on to the next undecided row, as the keyboard shortcuts do.
+  let refocusAfter = null;
+  document.addEventListener("submit", (event) => {
+    const row = event.target.closest("tr.item");
+    refocusAfter = row && row.contains(document.activeElement) ? row.id : null;
+  });
+  document.body.addEventListener("htmx:afterSettle", () => {
+    if (!refocusAfter) return;
+    const decided = document.getElementById(refocusAfter);
+    if (!decided || decided.matches("tr.item")) return;  // not swapped yet, or refused
+    refocusAfter = null;
+    let next = decided.nextElementSibling;
+    while (next && !next.matches("tr.item")) next = next.nextElementSibling;
+    if (next && (document.activeElement === document.body || !document.activeElement)) next.focus();
+  });
+
   document.addEventListener("keydown", (event) => {
     const typing = event.target.matches("input, textarea, select");
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
