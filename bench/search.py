@@ -1,7 +1,7 @@
 """Search quality on SciFact: full text, vector, fused (stage 1) and blended (stage 2).
 
     .venv/bin/python -m bench.search [--embedder minilm|hashing] [--queries 809]
-                                     [--reuse [--reindex]] [--depth 50]
+                                     [--reuse [--reindex]] [--depth 50] [--postings N]
 
 The 5,183 abstracts are ingested through the real pipeline (connector, episodes,
 extraction, tier-1 publication, outbox, index); then every training query is run
@@ -106,6 +106,9 @@ def main() -> int:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--queries", type=int, default=809)
     parser.add_argument("--depth", type=int, default=50, help="stage-1 depth of each list")
+    parser.add_argument(
+        "--postings", type=int, default=0, help="postings read per query term (0: the service's)"
+    )
     parser.add_argument("--reuse", action="store_true", help="keep an earlier run's database")
     parser.add_argument("--reindex", action="store_true", help="with --reuse: rebuild the index")
     args = parser.parse_args()
@@ -117,10 +120,13 @@ def main() -> int:
     from curation.models import Evidence
     from retrieval import bootstrap
     from retrieval.domain import ranking
+    from retrieval.services import search as search_service
     from retrieval.services.search import Query, search, stage1
     from tenants import rls
     from tenants.selectors import principal_system
 
+    if args.postings:
+        search_service.POSTINGS_PER_TERM = args.postings
     if args.reuse:
         group_id, ingest_s = reuse_scifact(reindex=args.reindex)
         print(f"reused corpus    {ingest_s:.0f} s")
@@ -167,7 +173,10 @@ def main() -> int:
                     (ndcg_at_10(docs, relevant), recall_at_10(docs, relevant), mrr(docs, relevant))
                 )
         elapsed = time.perf_counter() - started
-    print(f"queries          {len(queries)} in {elapsed:.0f} s, embedder {embedder.model}")
+    print(
+        f"queries          {len(queries)} in {elapsed:.0f} s, embedder {embedder.model}, "
+        f"{search_service.POSTINGS_PER_TERM} postings per term"
+    )
     print(f"{'method':<20} {'nDCG@10':>8} {'R@10':>8} {'MRR':>8}")
     for name, rows in scores.items():
         n = len(rows)
