@@ -57,9 +57,9 @@ def document_text(claim: Claim) -> str:
         if subject.casefold() in claim.fact_text.casefold()
         else [subject, claim.fact_text]
     )
-    for snippet in claim.evidence.values_list("snippet", flat=True):
-        if snippet and snippet not in parts:
-            parts.append(snippet)
+    for evidence in claim.evidence.all():  # prefetched by every caller: no query per claim
+        if evidence.snippet and evidence.snippet not in parts:
+            parts.append(evidence.snippet)
     return "\n".join(parts)[:MAX_TEXT]
 
 
