@@ -105,23 +105,28 @@ def _where(query: Query) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
-def _postings(query: Query, where: str) -> str:
-    """One term's best postings that pass the filters, as SQL on `w.term`."""
-    if query.as_of is None and where == _NOW:
-        # Valid now and unfiltered: the covering partial index answers alone.
-        return """
-            SELECT t.claim_id, t.tf, t.doc_len FROM retrieval_lexicalterm t
-            WHERE t.term = w.term AND t.published
-            ORDER BY t.impact DESC
-            LIMIT %s
-        """
-    return f"""
-        SELECT t.claim_id, t.tf, t.doc_len
-        FROM retrieval_lexicalterm t JOIN retrieval_searchdocument d ON d.claim_id = t.claim_id
-        WHERE t.term = w.term AND {where}
-        ORDER BY t.impact DESC
-        LIMIT %s
-    """  # noqa: S608 - `where` is built from fixed fragments; values are parameters
+# One term's best postings, as SQL on `w.term`. Valid now and unfiltered, the covering
+# partial index answers alone; otherwise the documents are joined for the filters.
+_POSTINGS_NOW = """
+    SELECT t.claim_id, t.tf, t.doc_len FROM retrieval_lexicalterm t
+    WHERE t.term = w.term AND t.published
+    ORDER BY t.impact DESC
+    LIMIT %s
+"""
+_POSTINGS_FILTERED = """
+    SELECT t.claim_id, t.tf, t.doc_len
+    FROM retrieval_lexicalterm t JOIN retrieval_searchdocument d ON d.claim_id = t.claim_id
+    WHERE t.term = w.term AND {where}
+    ORDER BY t.impact DESC
+    LIMIT %s
+"""
+
+
+def _postings(where: str, params: list[Any]) -> tuple[str, list[Any]]:
+    """The postings SQL for these filters, and the values it takes."""
+    if where == _NOW:
+        return _POSTINGS_NOW, []
+    return _POSTINGS_FILTERED.format(where=where), params
 
 
 def lexical_scores(
@@ -135,7 +140,7 @@ def lexical_scores(
     that pass the filters; a term so common that its list runs longer carries an idf
     near zero, so what is cut off could barely move the ranking.
     """
-    postings = _postings(query, where)
+    postings, filters = _postings(where, params)
     sql = f"""
         WITH q AS (
             SELECT array_agg(DISTINCT word) AS terms
@@ -163,7 +168,6 @@ def lexical_scores(
         LIMIT %s
     """  # noqa: S608 - `postings` is one of two fixed fragments; values are parameters
     k1, b = lexical.K1, lexical.B
-    filters = [] if "t.published" in postings else params
     with connection.cursor() as cursor:
         cursor.execute(sql, [query.text, k1, k1, b, b, *filters, POSTINGS_PER_TERM, depth])
         return [(row[0], row[1]) for row in cursor.fetchall()]
