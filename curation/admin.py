@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -9,6 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from curation import selectors
+from curation.domain.progress import describe_run
 from curation.domain.tiers import ClaimStatus
 from curation.models import (
     Claim,
@@ -21,23 +25,114 @@ from curation.models import (
     Source,
 )
 from curation.services import review
-from curation.services.outbox import outbox_retry
+from curation.services.entities import alias_unlink, entity_unmerge
+from curation.services.outbox import outbox_backlog, outbox_retry
+from curation.services.sources import source_create, source_update
+from tenants.admin import WrittenByServices, apply_each
+from tenants.domain.access import ANONYMOUS, Principal
+from tenants.domain.scopes import Role
 from tenants.middleware import request_principal
+from tenants.models import Scope
 from tenants.services.scopes import PermissionDenied
+
+SOURCE_NEW = ["name", "group_id", "kind", "config", "token_env", "trust_tier", "schedule_seconds"]
+SOURCE_SETTINGS = ["name", "config", "token_env", "trust_tier", "schedule_seconds", "enabled"]
+# Set by runs, by the operator (reach) or once at creation (scope, kind): shown, never posted.
+SOURCE_STATE = [
+    *("group_id", "origin_group_id", "kind", "reach", "cursor", "run_progress", "outbox_lanes"),
+    *("last_run_at", "last_run_status", "last_error", "created_at"),
+]
+
+
+class SourceForm(forms.ModelForm):
+    """Saved by `source_create` / `source_update` as the last step of its validation.
+
+    The services decide (role, allow-lists, secret-like keys); asking them inside
+    `full_clean` makes a refusal a form error rather than a 500, and nothing else saves.
+    """
+
+    actor: Principal = ANONYMOUS  # bound per request by SourceAdmin.get_form
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "group_id" in self.fields:  # adding: one of the scopes the actor administers
+            scopes = Scope.objects.filter(group_id__in=self.actor.groups_at_least(Role.ADMIN))
+            self.fields["group_id"] = forms.ChoiceField(
+                label="scope", choices=[(s.group_id, str(s)) for s in scopes.order_by("name")]
+            )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.instance.pk is not None and "name" in data:  # the scope is not in the form
+            same = Source.objects.filter(group_id=self.instance.group_id, name=data["name"])
+            if same.exclude(pk=self.instance.pk).exists():
+                self.add_error("name", "another source of this scope has this name")
+        return data
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        if not self.is_bound or self.errors:
+            return
+        try:
+            self.instance.pk = self._save_through_services().pk
+        except (ValueError, PermissionDenied) as error:
+            self.add_error(None, str(error))
+
+    def _save_through_services(self) -> Source:
+        data = self.cleaned_data
+        if self.instance.pk is None:
+            return source_create(actor=self.actor, **{name: data[name] for name in SOURCE_NEW})
+        changes = {name: data[name] for name in SOURCE_SETTINGS if name in self.changed_data}
+        if not changes:
+            return self.instance
+        return source_update(actor=self.actor, source_id=self.instance.pk, **changes)
 
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
+    """Sources: settings saved through the source use cases; run state shown, never edited."""
+
+    form = SourceForm
     list_display = ["name", "kind", "trust_tier", "group_id", "enabled", "last_run_at",
                     "last_run_status"]  # fmt: skip
     list_filter = ["kind", "trust_tier", "enabled", "last_run_status"]
     search_fields = ["name", "group_id"]
-    readonly_fields = ["cursor", "last_run_at", "last_run_status", "last_error", "created_at"]
+
+    def get_fields(self, request: HttpRequest, obj: Source | None = None) -> list[str]:
+        return SOURCE_NEW if obj is None else [*SOURCE_SETTINGS, *SOURCE_STATE]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Source | None = None) -> list[str]:
+        return [] if obj is None else SOURCE_STATE
+
+    def get_form(
+        self, request: HttpRequest, obj: Source | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm]:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"actor": request_principal(request)})
+
+    def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
+        """Nothing left to do: SourceForm saved through the services while validating."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Source | None = None) -> bool:
+        return False  # its episodes and claims cite it; disable it instead
+
+    @admin.display(description="ingest progress")
+    def run_progress(self, source: Source) -> str:
+        return describe_run(source.progress)
+
+    @admin.display(description="outbox backlog per consumer")
+    def outbox_lanes(self, source: Source) -> str:
+        return format_html_join(
+            "", "<div>{}: {} pending ({} urgent), {} dead{}</div>",
+            ((consumer, lane["pending"], lane["urgent"], lane["dead"],
+              f", oldest from {lane['oldest']:%Y-%m-%d %H:%M:%S %Z}" if lane["oldest"] else "")
+             for consumer, lane in outbox_backlog().items()),
+        )  # fmt: skip
 
 
 @admin.register(Episode)
-class EpisodeAdmin(admin.ModelAdmin):
-    """Episodes are immutable records; only their processing status changes."""
+class EpisodeAdmin(WrittenByServices, admin.ModelAdmin):
+    """Episodes are immutable records; only ingestion changes their processing status."""
 
     list_display = ["external_id", "source", "status", "claims_count", "size", "fetched_at"]
     list_filter = ["status", "source"]
@@ -53,14 +148,8 @@ class EpisodeAdmin(admin.ModelAdmin):
             '<a href="{}" target="_blank" rel="noopener">view the stored bytes</a>', url
         )
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Episode | None = None) -> bool:
-        return False
-
-
-class EvidenceInline(admin.TabularInline):
+class EvidenceInline(WrittenByServices, admin.TabularInline):
     model = Evidence
     extra = 0
     readonly_fields = ["episode", "start", "end", "snippet"]
@@ -68,7 +157,9 @@ class EvidenceInline(admin.TabularInline):
 
 
 @admin.register(Claim)
-class ClaimAdmin(admin.ModelAdmin):
+class ClaimAdmin(WrittenByServices, admin.ModelAdmin):
+    """Claims change only through review (actions here, the review queue, the API)."""
+
     list_display = ["__str__", "status", "tier", "confidence", "valid_from", "valid_to", "source"]
     list_filter = ["status", "tier", "verification", "predicate"]
     search_fields = ["fact_text", "subject__canonical_name", "predicate"]
@@ -95,47 +186,118 @@ class ClaimAdmin(admin.ModelAdmin):
         self.message_user(
             request, f"{len(outcome.done)} approved, {len(outcome.conflicts)} conflicts."
         )
+        for claim_id in outcome.done:  # what each approval came to, in the service's words
+            self.message_user(request, outcome.messages[claim_id])
+        for claim_id, why in outcome.conflicts.items():
+            self.message_user(request, f"#{claim_id}: {why}", messages.WARNING)
 
     @admin.action(description="Accept the selected proposals")
     def accept_selected(self, request: HttpRequest, queryset: QuerySet[Claim]) -> None:
         actor = request_principal(request)
-        accepted = 0
         for pk, version in queryset.filter(status=ClaimStatus.PROPOSED).values_list(
             "pk", "version"
         ):
             try:
-                review.proposal_accept(actor=actor, claim_id=pk, version=version)
-            except (review.Conflict, PermissionDenied):
+                outcome = review.proposal_accept(actor=actor, claim_id=pk, version=version)
+            except (review.Conflict, PermissionDenied) as error:
+                self.message_user(request, f"#{pk}: {error}", messages.WARNING)
                 continue
-            accepted += 1
-        self.message_user(request, f"{accepted} proposal(s) accepted.")
+            # Published, or closed as a duplicate: the service's words, never "accepted".
+            self.message_user(request, outcome.message)
 
 
-class AliasInline(admin.TabularInline):
+class AliasInline(WrittenByServices, admin.TabularInline):
+    """Surface forms are linked by entity resolution: a hand-typed alias has no norm."""
+
     model = EntityAlias
     extra = 0
-    fields = ["alias", "alias_norm"]
-    readonly_fields = ["alias_norm"]
+    fields = ["alias", "alias_norm", "method", "score", "created_at"]
+    readonly_fields = fields
+
+
+@admin.register(EntityAlias)
+class EntityAliasAdmin(WrittenByServices, admin.ModelAdmin):
+    """Surface forms and how each was linked (method, score); an automatic link can be undone."""
+
+    list_display = ["alias", "entity", "method", "score", "created_at"]
+    list_filter = ["method"]
+    search_fields = ["alias", "alias_norm"]
+    fields = ["alias", "alias_norm", "entity", "method", "score", "embedding_model", "created_at"]
+    readonly_fields = fields
+    actions = ["unlink_selected"]
+
+    @admin.action(description="Unlink the selected automatic links into entities of their own")
+    def unlink_selected(self, request: HttpRequest, queryset: QuerySet[EntityAlias]) -> None:
+        actor = request_principal(request)
+        for pk in queryset.values_list("pk", flat=True):
+            try:
+                unlinked = alias_unlink(actor=actor, alias_id=pk)
+            except (ValueError, PermissionDenied) as error:
+                self.message_user(request, f"alias #{pk}: {error}", messages.WARNING)
+                continue
+            check = ", ".join(f"#{claim_id}" for claim_id in unlinked.claims_to_check)
+            self.message_user(
+                request,
+                f"{unlinked.entity} is an entity of its own now (#{unlinked.entity.pk})"
+                + (f"; check claims {check} of #{unlinked.previous.pk}" if check else ""),
+            )
 
 
 @admin.register(Entity)
-class EntityAdmin(admin.ModelAdmin):
+class EntityAdmin(WrittenByServices, admin.ModelAdmin):
+    """Entities come from resolution; merges are decided on merge candidates, undone here."""
+
     list_display = ["canonical_name", "entity_type", "merged_into", "group_id"]
     list_filter = ["entity_type"]
     search_fields = ["canonical_name", "aliases__alias_norm"]
     raw_id_fields = ["merged_into"]
     inlines = [AliasInline]
+    actions = ["unmerge_selected"]
+
+    @admin.action(description="Undo the selected entities' merges")
+    def unmerge_selected(self, request: HttpRequest, queryset: QuerySet[Entity]) -> None:
+        actor = request_principal(request)
+        apply_each(
+            self,
+            request,
+            queryset.filter(merged_into__isnull=False).values_list("pk", flat=True),
+            lambda pk: entity_unmerge(actor=actor, entity_id=pk),
+            done="merge(s) undone",
+        )
 
 
 @admin.register(MergeCandidate)
-class MergeCandidateAdmin(admin.ModelAdmin):
+class MergeCandidateAdmin(WrittenByServices, admin.ModelAdmin):
+    """Possible duplicates; decided by the actions, through `candidate_decide` (audited)."""
+
     list_display = ["entity", "candidate", "method", "score", "status", "created_at"]
     list_filter = ["status", "method"]
     raw_id_fields = ["entity", "candidate"]
+    actions = ["merge_selected", "keep_apart_selected"]
+
+    def _decide(
+        self, request: HttpRequest, queryset: QuerySet[MergeCandidate], *, merge: bool
+    ) -> None:
+        actor = request_principal(request)
+        apply_each(
+            self,
+            request,
+            queryset.filter(status=MergeCandidate.Status.OPEN).values_list("pk", flat=True),
+            lambda pk: review.candidate_decide(actor=actor, candidate_id=pk, merge=merge),
+            done="merged" if merge else "kept apart",
+        )
+
+    @admin.action(description="Merge each selected entity into its candidate")
+    def merge_selected(self, request: HttpRequest, queryset: QuerySet[MergeCandidate]) -> None:
+        self._decide(request, queryset, merge=True)
+
+    @admin.action(description="Keep the selected pairs apart (they are different things)")
+    def keep_apart_selected(self, request: HttpRequest, queryset: QuerySet[MergeCandidate]) -> None:
+        self._decide(request, queryset, merge=False)
 
 
 @admin.register(OutboxJob)
-class OutboxJobAdmin(admin.ModelAdmin):
+class OutboxJobAdmin(WrittenByServices, admin.ModelAdmin):
     """The outbox, dead letters included; retry puts dead jobs back in the queue."""
 
     list_display = ["pk", "kind", "status", "attempts", "available_at", "created_at", "done_at"]

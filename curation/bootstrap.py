@@ -11,6 +11,7 @@ from typing import Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
+from curation.domain.outbox import Consumer
 from curation.models import OutboxJob, Source
 from curation.ports import GraphProjection, ObjectStore
 from curation.services.ingest import Pipeline
@@ -28,9 +29,13 @@ class Providers(Protocol):
 
     def object_store(self) -> ObjectStore: ...
 
-    def outbox_handlers(self) -> dict[str, Handler]: ...
+    def outbox_handlers(self, consumer: Consumer) -> dict[str, Handler]: ...
 
-    def outbox_prepare(self) -> Callable[[list[OutboxJob]], None] | None: ...
+    def outbox_prepare(self, consumer: Consumer) -> Callable[[list[OutboxJob]], None] | None: ...
+
+    def outbox_available(self, consumer: Consumer) -> str:
+        """Why the consumer's backend cannot take work now; "" when it can."""
+        ...
 
 
 _installed: Providers | None = None

@@ -10,8 +10,10 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GistIndex
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 from pgvector.django import VectorField
 
+from curation.domain.outbox import Consumer, Priority
 from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.tiers import ClaimStatus, Tier, Verification
 
@@ -44,6 +46,13 @@ class Source(models.Model):
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_run_status = models.CharField(max_length=20, blank=True)
     last_error = models.TextField(blank=True)
+    # The running (or last) ingest's progress: {"state", "started_at", "updated_at",
+    # "pages", "records", "new", "unchanged", "failed", "total"}; written per page.
+    progress = models.JSONField(default=dict, blank=True)
+    # What an operator granted this source beyond the global allow-lists:
+    # {"hosts": [...], "file_roots": [...]}. Written only by `manage.py source_reach`
+    # (audited); no tenant-facing form or API exposes it.
+    reach = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [
@@ -145,6 +154,11 @@ class EntityAlias(models.Model):
     # so vectors of different models are never compared.
     embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
+    # How this surface form was linked to its entity (new, exact, fuzzy, semantic, judge,
+    # review) and the similarity that linked it: automatic links can be audited and undone.
+    method = models.CharField(max_length=20, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         verbose_name_plural = "entity aliases"
@@ -276,7 +290,7 @@ class Evidence(models.Model):
 
 
 class OutboxJob(models.Model):
-    """Post-commit work (graph projection, index update), written in the same transaction."""
+    """Post-commit work for one consumer (graph or index), written in the same transaction."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -284,6 +298,8 @@ class OutboxJob(models.Model):
         DEAD = "dead"
 
     group_id = models.CharField(max_length=40)
+    consumer = models.CharField(max_length=20, choices=[(c.value, c.value) for c in Consumer])
+    priority = models.PositiveSmallIntegerField(default=Priority.BULK)
     kind = models.CharField(max_length=50)
     payload = models.JSONField(default=dict)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
@@ -294,13 +310,19 @@ class OutboxJob(models.Model):
     done_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(consumer__in=[c.value for c in Consumer]), name="outbox_consumer_known"
+            ),
+        ]
         indexes = [
+            # Each consumer takes its due jobs most urgent first: decisions before bulk.
             models.Index(
-                fields=["available_at"],
+                fields=["consumer", "priority", "available_at"],
                 condition=Q(status="pending"),
                 name="outbox_pending_idx",
             )
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} #{self.pk} ({self.status})"
+        return f"{self.kind} #{self.pk} for {self.consumer} ({self.status})"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
+from collections.abc import Callable
 
 from celery import shared_task
 from django.utils import timezone
 
 from curation import bootstrap
+from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
 from curation.models import Source
 from curation.services.ingest import IngestReport, source_ingest, source_run_finished
 from curation.services.outbox import outbox_process
@@ -17,9 +20,17 @@ from tenants.selectors import principal_system
 
 logger = logging.getLogger(__name__)
 OUTBOX_BATCHES_PER_RUN = 20
+# A bulk run hands the worker back after this long, so the other consumer's run (queued
+# behind it on the projection lane) gets its turn; beat sends the next one.
+OUTBOX_RUN_BUDGET_S = 60.0
 
 
-def ingest_now(*, source_id: int, group_id: str) -> IngestReport:
+def ingest_now(
+    *,
+    source_id: int,
+    group_id: str,
+    on_progress: Callable[[IngestReport], None] | None = None,
+) -> IngestReport:
     """Run one source's ingestion in this process (the task body, also used by `ingest`)."""
     principal = principal_system("ingest", group_ids=[group_id])
     with rls.tenant_context(principal):
@@ -31,7 +42,9 @@ def ingest_now(*, source_id: int, group_id: str) -> IngestReport:
         with rls.tenant_context(principal):
             source_run_finished(source_id=source_id, report=report)
         return report
-    return source_ingest(source_id=source_id, principal=principal, pipeline=pipeline)
+    return source_ingest(
+        source_id=source_id, principal=principal, pipeline=pipeline, on_progress=on_progress
+    )
 
 
 @shared_task(name="curation.ingest_source", acks_late=True)
@@ -64,17 +77,61 @@ def schedule_sources() -> int:
     return len(due)
 
 
-@shared_task(name="curation.process_outbox")
-def process_outbox() -> dict[str, int]:
-    """Project published claims into the graph; batches until the due queue is empty."""
+def _drain(
+    consumer: Consumer, *, max_priority: Priority, batches: int, limit: int
+) -> dict[str, int]:
     providers = bootstrap.providers()
-    handlers, prepare = providers.outbox_handlers(), providers.outbox_prepare()
+    down = providers.outbox_available(consumer)
+    if down:
+        # Its jobs wait untouched (no attempt spent) and catch up when it returns.
+        logger.warning("outbox consumer %s waits: its backend is down (%s)", consumer, down)
+        return {"waiting": 1}
+    handlers, prepare = providers.outbox_handlers(consumer), providers.outbox_prepare(consumer)
     totals: dict[str, int] = {}
-    for _ in range(OUTBOX_BATCHES_PER_RUN):
-        with rls.tenant_context(principal_system("outbox")):
-            counts = outbox_process(handlers=handlers, prepare=prepare)
+    deadline = time.monotonic() + OUTBOX_RUN_BUDGET_S
+    system = principal_system("outbox")  # every scope, looked up once per run
+    for _ in range(batches):
+        counts = outbox_process(
+            consumer=consumer,
+            handlers=handlers,
+            prepare=prepare,
+            max_priority=max_priority,
+            limit=limit,
+            principal=system,
+        )
         for outcome, count in counts.items():
             totals[outcome] = totals.get(outcome, 0) + count
-        if not counts:
+        if not counts or time.monotonic() > deadline:
             break
     return totals
+
+
+@shared_task(name="curation.process_outbox")
+def process_outbox(*, consumer: str | None = None) -> dict[str, int]:
+    """Bulk lane: run the due outbox jobs of one consumer (or each in turn), urgent first."""
+    consumers = [Consumer(consumer)] if consumer else list(CONSUMERS)
+    totals: dict[str, int] = {}
+    for each in consumers:
+        for outcome, count in _drain(
+            each, max_priority=Priority.MAINTENANCE, batches=OUTBOX_BATCHES_PER_RUN, limit=200
+        ).items():
+            totals[outcome] = totals.get(outcome, 0) + count
+    return totals
+
+
+@shared_task(name="curation.process_urgent_outbox")
+def process_urgent_outbox() -> dict[str, int]:
+    """Interactive lane: project a reviewer's decision now, whatever bulk work is queued."""
+    totals: dict[str, int] = {}
+    # The index first: a decision is visible to search as soon as possible.
+    for consumer in (Consumer.INDEX, Consumer.GRAPH):
+        for outcome, count in _drain(
+            consumer, max_priority=Priority.INTERACTIVE, batches=5, limit=50
+        ).items():
+            totals[outcome] = totals.get(outcome, 0) + count
+    return totals
+
+
+def wake_interactive_lane(_: Priority) -> None:
+    """Outbox notifier (installed at start-up): urgent work was committed, run it now."""
+    process_urgent_outbox.apply_async(queue=Lane.INTERACTIVE.value)

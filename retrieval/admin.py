@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest
 
 from retrieval.models import Feedback, GroupEmbedding, SearchDocument, SearchHit
+from tenants.admin import WrittenByServices
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Projections and logs are written by the system, never by hand."""
+class ReadOnlyAdmin(WrittenByServices, admin.ModelAdmin):
+    """Projections and logs are written by the system, never edited or deleted by hand.
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+    The index is rebuilt with `search_reindex`; the logs feed ranking and calibration.
+    """
 
 
 @admin.register(SearchDocument)

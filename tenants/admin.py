@@ -1,48 +1,112 @@
 """Django admin for tenancy: scopes, memberships, API keys (never secrets), the audit trail.
 
 Admin pages run inside the request's RLS context, so key and audit rows of other
-tenants are invisible here exactly as everywhere else.
+tenants are invisible here exactly as everywhere else. The admin is an entrypoint like
+any other: what a use case writes (roles, keys, the trail) is read-only here, and the
+actions call the use cases.
 """
 
 from __future__ import annotations
 
-from django.contrib import admin
+from collections.abc import Callable, Iterable
+
+from django.contrib import admin, messages
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
+from tenants.middleware import request_principal
 from tenants.models import ApiKey, AuditEvent, Membership, Scope
+from tenants.services.api_keys import api_key_revoke
+from tenants.services.scopes import PermissionDenied
 
 
-class MembershipInline(admin.TabularInline):
+class WrittenByServices:
+    """For rows only use cases write: shown, never added, edited or deleted by hand.
+
+    Refused to everyone, superusers included, so no lifecycle field (a status, a
+    validity, a grade, a role) changes without its audit event and outbox job.
+    Mixed into a ModelAdmin or an inline; decisions are actions calling the use cases.
+    """
+
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+def apply_each(
+    model_admin: admin.ModelAdmin,
+    request: HttpRequest,
+    ids: Iterable[int],
+    use_case: Callable[[int], object],
+    *,
+    done: str,
+) -> None:
+    """Run a use case per selected row; a refusal (ValueError, PermissionDenied) skips one.
+
+    Each use case is atomic, so a refused row leaves nothing behind and the rest go on.
+    """
+    count, refused = 0, []
+    for pk in ids:
+        try:
+            use_case(pk)
+        except (ValueError, PermissionDenied) as error:
+            refused.append(f"#{pk}: {error}")
+        else:
+            count += 1
+    model_admin.message_user(request, f"{count} {done}.", messages.SUCCESS)
+    if refused:
+        model_admin.message_user(
+            request, f"{len(refused)} refused: " + "; ".join(refused[:10]), messages.WARNING
+        )
+
+
+class MembershipInline(WrittenByServices, admin.TabularInline):
+    """Roles are granted by `membership_grant`, which checks the granter and audits."""
+
     model = Membership
     extra = 0
-    autocomplete_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = fields
 
 
 @admin.register(Scope)
 class ScopeAdmin(admin.ModelAdmin):
-    """Scopes; the group id is assigned by VERA and read-only."""
+    """Scopes: only the name is editable; group id, kind and parent decide who sees what."""
 
     list_display = ["name", "kind", "group_id", "parent", "created_at"]
     list_filter = ["kind"]
     search_fields = ["name", "group_id"]
-    readonly_fields = ["group_id", "created_at"]
+    readonly_fields = ["group_id", "kind", "parent", "created_at"]
     inlines = [MembershipInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # scopes are created by the services, which assign group ids
 
+    def has_delete_permission(self, request: HttpRequest, obj: Scope | None = None) -> bool:
+        return False  # a scope's rows (and their audit trail) outlive a click
+
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(WrittenByServices, admin.ModelAdmin):
+    """Who holds which role where; granted through `membership_grant` (audited)."""
+
     list_display = ["user", "scope", "role", "created_at"]
     list_filter = ["role", "scope__kind"]
     search_fields = ["user__username", "scope__name", "scope__group_id"]
-    autocomplete_fields = ["user", "scope"]
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
-    """Keys by public prefix only; neither the secret nor its hash is ever shown."""
+class ApiKeyAdmin(WrittenByServices, admin.ModelAdmin):
+    """Keys by public prefix only; neither the secret nor its hash is ever shown.
+
+    Issued through the key pages or the API, which show the secret once; never deleted
+    (the row is evidence); revoked by the action, through `api_key_revoke`.
+    """
 
     list_display = ["name", "display", "owner", "scope", "role_ceiling", "expires_at",
                     "last_used_at", "revoked_at"]  # fmt: skip
@@ -51,31 +115,25 @@ class ApiKeyAdmin(admin.ModelAdmin):
     fields = ["name", "display", "owner", "scope", "group_id", "role_ceiling", "created_by",
               "created_at", "expires_at", "last_used_at", "revoked_at", "rotated_from"]  # fmt: skip
     readonly_fields = fields
+    actions = ["revoke_selected"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # issued through the key pages or the API, which show the secret once
-
-    def has_change_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
-        return False  # revoke instead: the row is evidence
+    @admin.action(description="Revoke the selected keys")
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        actor, ip = request_principal(request), request.META.get("REMOTE_ADDR")
+        apply_each(
+            self,
+            request,
+            queryset.filter(revoked_at__isnull=True).values_list("pk", flat=True),
+            lambda pk: api_key_revoke(actor=actor, key_id=pk, ip_address=ip),
+            done="key(s) revoked",
+        )
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(WrittenByServices, admin.ModelAdmin):
     """The append-only trail, read-only."""
 
     list_display = ["created_at", "actor_label", "action", "target_type", "target_id", "group_id"]
     list_filter = ["action"]
     search_fields = ["actor_label", "action", "target_id", "group_id"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
-        return False

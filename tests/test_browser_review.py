@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, MergeCandidate, OutboxJob
 from curation.services.entities import entity_resolve
@@ -45,8 +46,11 @@ def _claim(tenant: Tenant, predicate: str) -> Claim:
 
 
 def _outbox_jobs(tenant: Tenant, claim: Claim) -> int:
+    """The graph's projection jobs for the claim (the index has its own twin of each)."""
     with rls.tenant_context(tenant.principal(tenant.admin)):
-        return OutboxJob.objects.filter(kind="claim.project", payload__claim_id=claim.pk).count()
+        return OutboxJob.objects.filter(
+            kind="claim.project", payload__claim_id=claim.pk, consumer=Consumer.GRAPH
+        ).count()
 
 
 @pytest.fixture
@@ -148,7 +152,7 @@ def test_approving_a_claim_publishes_it_and_updates_the_count(
 
     _row(page, claim).get_by_role("button", name="Approve", exact=True).click()
 
-    expect(_row(page, claim)).to_have_text("Approved")
+    expect(_row(page, claim)).to_have_text(f"Published #{claim.pk}.")
     expect(_count(page, "claims")).to_have_text("3")
     expect(page.locator("#queue-tabs a.active")).to_contain_text("Claims")  # still on this tab
     claim = _claim(pending, "RUNS_ON")
@@ -213,7 +217,7 @@ def test_editing_then_approving_publishes_the_corrected_object(
 
     row.get_by_role("button", name="Save and approve").click()
 
-    expect(row).to_have_text("Edited and approved")
+    expect(row).to_have_text(f"Edited and published #{claim.pk}.")
     expect(_count(page, "claims")).to_have_text("3")
     claim = _claim(pending, "RUNS_ON")
     assert claim.status == ClaimStatus.PUBLISHED
@@ -237,7 +241,7 @@ def test_accepting_a_proposal_publishes_it(page: Page, live_server, proposed: Te
 
     row.get_by_role("button", name="Accept").click()
 
-    expect(row).to_have_text("Accepted")
+    expect(row).to_have_text(f"Published #{claim.pk}.")
     expect(_count(page, "proposals")).to_have_text("1")
     claim = _claim(proposed, "USES")
     assert claim.status == ClaimStatus.PUBLISHED
@@ -255,7 +259,10 @@ def test_bulk_approval_publishes_only_the_selected_claims(
 
     page.get_by_role("button", name="Approve selected").click()
 
-    expect(page.get_by_role("status")).to_have_text("Approved 2 claim(s).")
+    statuses = page.get_by_role("status")
+    expect(statuses.first).to_have_text("Approved 2 claim(s).")
+    for decided in (runs, deps):  # and what each approval came to, in the service's words
+        expect(statuses.filter(has_text=f"Published #{decided.pk}.")).to_have_count(1)
     expect(page.locator("tr.item")).to_have_count(2)
     expect(_count(page, "claims")).to_have_text("2")
     for predicate in ("RUNS_ON", "DEPENDS_ON"):
@@ -276,7 +283,7 @@ def test_keyboard_approves_then_rejects_with_a_reason(reviewer_page: Page, pendi
     page.keyboard.press("j")
     expect(rows.nth(0)).to_be_focused()
     page.keyboard.press("a")
-    expect(page.locator(f"#item-{first_id}")).to_have_text("Approved")
+    expect(page.locator(f"#item-{first_id}")).to_have_text(f"Published #{first_id}.")
     second = page.locator(f"#item-{second_id}")
     expect(second).to_be_focused()  # after a decision the next row takes the focus
     page.keyboard.press("r")
@@ -338,7 +345,7 @@ def test_the_second_reviewer_sees_who_decided_first(
     expect(_row(admin, claim)).to_contain_text(RUNS_ON)
 
     _row(reviewer_page, claim).get_by_role("button", name="Approve", exact=True).click()
-    expect(_row(reviewer_page, claim)).to_have_text("Approved")
+    expect(_row(reviewer_page, claim)).to_have_text(f"Published #{claim.pk}.")
     late = _row(admin, claim)
     late.get_by_label("reason").fill("looks stale")
     late.get_by_role("button", name="Reject", exact=True).click()

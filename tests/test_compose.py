@@ -15,7 +15,9 @@ COMPOSE_FILE = ROOT / "compose.yaml"
 INIT_ROLES = ROOT / "deploy" / "postgres" / "init-roles.sh"
 
 INFRASTRUCTURE = ("postgres", "valkey", "neo4j", "minio")
-APP_SERVICES = ("web", "worker", "beat")
+LANES = ("interactive", "projection", "ingest", "maintenance")
+WORKERS = tuple(f"worker-{lane}" for lane in LANES)
+APP_SERVICES = ("web", *WORKERS, "beat")
 SECRET_MARKERS = ("PASSWORD", "SECRET", "KEY_ID")
 
 # ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?message}, ${VAR?message}, ${VAR:+alt}
@@ -86,7 +88,7 @@ def test_postgres_uses_pgvector_image(services: dict[str, dict[str, Any]]) -> No
     assert services["postgres"]["image"].startswith("pgvector/pgvector:")
 
 
-@pytest.mark.parametrize("name", [*INFRASTRUCTURE, "web", "worker"])
+@pytest.mark.parametrize("name", [*INFRASTRUCTURE, "web", *WORKERS])
 def test_long_running_service_has_healthcheck(
     services: dict[str, dict[str, Any]], name: str
 ) -> None:
@@ -102,21 +104,39 @@ def test_web_healthcheck_probes_healthz(services: dict[str, dict[str, Any]]) -> 
     assert "localhost:8000/healthz" in command
 
 
+@pytest.mark.parametrize("lane", LANES)
 def test_worker_healthcheck_pings_its_own_node(
-    services: dict[str, dict[str, Any]],
+    services: dict[str, dict[str, Any]], lane: str
 ) -> None:
-    test = services["worker"]["healthcheck"]["test"]
+    test = services[f"worker-{lane}"]["healthcheck"]["test"]
     command = test if isinstance(test, str) else " ".join(test)
     # `$$` survives Compose interpolation as `$`, so the container's shell expands it.
     assert "inspect ping" in command
-    assert "celery@$$HOSTNAME" in command
+    assert f"{lane}@$$HOSTNAME" in command
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_each_lane_has_a_worker_consuming_only_its_queue(
+    services: dict[str, dict[str, Any]], lane: str
+) -> None:
+    command = services[f"worker-{lane}"]["command"]
+    assert command[command.index("-Q") + 1] == lane
+    assert command[command.index("-n") + 1] == f"{lane}@%h"
+
+
+def test_every_routed_queue_has_a_worker(services: dict[str, dict[str, Any]]) -> None:
+    from django.conf import settings
+
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    consumed = {services[w]["command"][services[w]["command"].index("-Q") + 1] for w in WORKERS}
+    assert routed | {settings.CELERY_TASK_DEFAULT_QUEUE} <= consumed
 
 
 def test_migrate_has_same_environment_keys_as_web(services: dict[str, dict[str, Any]]) -> None:
     assert _environment(services["migrate"]).keys() == _app_env(services).keys()
 
 
-@pytest.mark.parametrize("name", ["worker", "beat"])
+@pytest.mark.parametrize("name", [*WORKERS, "beat"])
 def test_app_service_shares_web_environment(services: dict[str, dict[str, Any]], name: str) -> None:
     assert _environment(services[name]) == _app_env(services)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,19 @@ from curation.adapters.connectors import (
     SlackConnector,
     build_connector,
 )
+from curation.domain.source_policy import SourcePolicy
 
 TOKEN = "factory-token"
+# Wide enough for every config below: these tests are about building, not the policy.
+POLICY = SourcePolicy(
+    token_env_prefix="VERA_SOURCE_SECRET_",
+    allowed_hosts=("*.atlassian.net", "x.example", "slack.com", "slack.example"),
+    file_roots=("/srv", "/x.csv", tempfile.gettempdir()),
+)
+
+
+def _build(kind: str, config: dict[str, Any], *, secret: str | None) -> Any:
+    return build_connector(kind, config, secret=secret, policy=POLICY)
 
 
 @pytest.mark.parametrize(
@@ -40,13 +52,13 @@ TOKEN = "factory-token"
 def test_each_kind_builds_its_connector_when_configured(
     kind: str, config: dict[str, Any], expected: type
 ) -> None:
-    connector = build_connector(kind, config, secret=TOKEN)
+    connector = _build(kind, config, secret=TOKEN)
     assert isinstance(connector, expected)
     assert connector.kind == kind
 
 
 def test_file_kinds_need_no_secret_when_built(tmp_path: Path) -> None:
-    connector = build_connector("markdown", {"root": str(tmp_path)}, secret=None)
+    connector = _build("markdown", {"root": str(tmp_path)}, secret=None)
     assert connector.kind == "markdown"
 
 
@@ -54,7 +66,7 @@ def test_unknown_kind_raises_listing_the_known_ones_when_requested() -> None:
     with pytest.raises(
         ValueError, match="unknown connector kind 'sharepoint'; expected one of: markdown"
     ):
-        build_connector("sharepoint", {}, secret=None)
+        _build("sharepoint", {}, secret=None)
 
 
 @pytest.mark.parametrize(
@@ -73,7 +85,7 @@ def test_missing_required_key_raises_naming_it_when_absent_or_empty(
     with pytest.raises(
         ValueError, match=f"the {kind} connector needs config key\\(s\\): {missing}"
     ):
-        build_connector(kind, config, secret=TOKEN)
+        _build(kind, config, secret=TOKEN)
 
 
 @pytest.mark.parametrize("kind", ["confluence", "jira", "slack"])
@@ -81,30 +93,30 @@ def test_missing_required_key_raises_naming_it_when_absent_or_empty(
 def test_http_kind_raises_when_no_token_is_given(kind: str, secret: str | None) -> None:
     config = {"channel": "C1"} if kind == "slack" else {"base_url": "https://x.example"}
     with pytest.raises(ValueError, match=f"the {kind} connector needs a token"):
-        build_connector(kind, config, secret=secret)
+        _build(kind, config, secret=secret)
 
 
 def test_unknown_key_raises_with_the_expected_ones_when_misspelt() -> None:
     with pytest.raises(
         ValueError, match=r"unknown jira config key\(s\): jqll \(expected: base_url, jql"
     ):
-        build_connector("jira", {"base_url": "https://x.example", "jqll": "x"}, secret=TOKEN)
+        _build("jira", {"base_url": "https://x.example", "jqll": "x"}, secret=TOKEN)
 
 
 @pytest.mark.parametrize("page_size", ["50", True, 2.5])
 def test_wrong_type_raises_when_page_size_is_not_an_integer(page_size: object) -> None:
     with pytest.raises(ValueError, match="'page_size' has the wrong type"):
-        build_connector("slack", {"channel": "C1", "page_size": page_size}, secret=TOKEN)
+        _build("slack", {"channel": "C1", "page_size": page_size}, secret=TOKEN)
 
 
 def test_nonpositive_page_size_raises_when_configured() -> None:
     with pytest.raises(ValueError, match="page_size must be at least 1"):
-        build_connector("cmdb", {"path": "/x.csv", "page_size": 0}, secret=None)
+        _build("cmdb", {"path": "/x.csv", "page_size": 0}, secret=None)
 
 
 def test_unknown_time_zone_raises_when_configured() -> None:
     with pytest.raises(ValueError, match="unknown time zone 'Mars/Olympus'"):
-        build_connector(
+        _build(
             "confluence",
             {"base_url": "https://x.example", "timezone": "Mars/Olympus"},
             secret=TOKEN,
@@ -112,5 +124,5 @@ def test_unknown_time_zone_raises_when_configured() -> None:
 
 
 def test_token_is_kept_out_of_the_repr_when_a_connector_is_printed() -> None:
-    connector = build_connector("jira", {"base_url": "https://x.example"}, secret=TOKEN)
+    connector = _build("jira", {"base_url": "https://x.example"}, secret=TOKEN)
     assert TOKEN not in repr(connector)

@@ -151,7 +151,7 @@ def test_link_out_of_the_folder_fails_when_it_would_expose_other_files(tmp_path:
     (page,) = list(MarkdownFolderConnector(root).pages(cursor=None))
     (failure,) = page.items
     assert isinstance(failure, RecordFailure)
-    assert failure.reason == "symlink points outside the folder"
+    assert failure.reason == f"symlink points outside the folder: {root / 'peek.md'}"
 
 
 def test_failures_and_records_share_a_page_when_files_are_mixed(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, MergeCandidate, OutboxJob
 from curation.services.entities import entity_merge, entity_resolve, entity_unmerge
@@ -120,8 +121,8 @@ def test_a_viewer_cannot_merge(ws: Tenant) -> None:
 
 def _job(tenant: Tenant, kind: str = "claim.project") -> OutboxJob:
     return OutboxJob.objects.create(
-        group_id=tenant.workspace.group_id, kind=kind, payload={"claim_id": 0},
-        available_at=timezone.now(),
+        group_id=tenant.workspace.group_id, consumer=Consumer.GRAPH, kind=kind,
+        payload={"claim_id": 0}, available_at=timezone.now(),
     )  # fmt: skip
 
 
@@ -131,12 +132,16 @@ def test_a_failing_job_is_retried_later_with_backoff(ws: Tenant) -> None:
     def broken(_: OutboxJob) -> None:
         raise ConnectionError("graph down")
 
-    assert outbox_process(handlers={"claim.project": broken}) == {"retry": 1}
+    assert outbox_process(consumer=Consumer.GRAPH, handlers={"claim.project": broken}) == {
+        "retry": 1
+    }
     job.refresh_from_db()
     assert (job.status, job.attempts) == (OutboxJob.Status.PENDING, 1)
     assert "graph down" in job.last_error
     assert job.available_at > timezone.now() - dt.timedelta(seconds=1)
-    assert outbox_process(handlers={"claim.project": broken}) == {}  # not due yet
+    assert (
+        outbox_process(consumer=Consumer.GRAPH, handlers={"claim.project": broken}) == {}
+    )  # not due yet
 
 
 def test_a_job_is_dead_after_its_last_attempt(ws: Tenant) -> None:
@@ -145,14 +150,16 @@ def test_a_job_is_dead_after_its_last_attempt(ws: Tenant) -> None:
     def broken(_: OutboxJob) -> None:
         raise ValueError("bad payload")
 
-    assert outbox_process(handlers={"claim.project": broken}, max_attempts=1) == {"dead": 1}
+    assert outbox_process(
+        consumer=Consumer.GRAPH, handlers={"claim.project": broken}, max_attempts=1
+    ) == {"dead": 1}
     job.refresh_from_db()
     assert job.status == OutboxJob.Status.DEAD
 
 
 def test_an_unknown_job_kind_is_not_silently_dropped(ws: Tenant) -> None:
     job = _job(ws, kind="mystery")
-    assert outbox_process(handlers={}, max_attempts=1) == {"dead": 1}
+    assert outbox_process(consumer=Consumer.GRAPH, handlers={}, max_attempts=1) == {"dead": 1}
     job.refresh_from_db()
     assert "no handler" in job.last_error
 
@@ -211,7 +218,9 @@ def test_a_failing_batch_preparation_costs_no_job(ws: Tenant) -> None:
     def broken_prepare(_: list[OutboxJob]) -> None:
         raise RuntimeError("model unavailable")
 
-    done = outbox_process(handlers={"claim.project": lambda _: None}, prepare=broken_prepare)
+    done = outbox_process(
+        consumer=Consumer.GRAPH, handlers={"claim.project": lambda _: None}, prepare=broken_prepare
+    )
     assert done == {"done": 1}
     job.refresh_from_db()
     assert job.status == OutboxJob.Status.DONE

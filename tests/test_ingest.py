@@ -178,7 +178,7 @@ def test_published_claims_reach_the_graph_through_the_outbox(tenant_a: Tenant, d
     ingest_now(source_id=source.pk, group_id=source.group_id)
     published = len(_claims(tenant_a, status=ClaimStatus.PUBLISHED))
     totals = process_outbox()
-    assert totals == {"done": published}
+    assert totals == {"done": 2 * published}  # one job for the graph, one for the index
     assert graph.count_claims() == published
     assert process_outbox() == {}  # nothing is run twice
 
@@ -192,11 +192,11 @@ def test_a_missing_secret_fails_the_run_with_its_reason(tenant_a: Tenant) -> Non
             name="wiki",
             kind="confluence",
             config={"base_url": "http://127.0.0.1:9"},
-            token_env="VERA_TEST_UNSET_TOKEN",
+            token_env="VERA_SOURCE_SECRET_TEST_UNSET",
             trust_tier=2,
         )
     report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert "VERA_TEST_UNSET_TOKEN is not set" in report.error
+    assert "VERA_SOURCE_SECRET_TEST_UNSET is not set" in report.error
     with rls.tenant_context(principal):
         source.refresh_from_db()
     assert (source.last_run_status, source.last_error) == ("failed", report.error)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def jira(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("VERA_TEST_JIRA_TOKEN", TOKEN)
+    monkeypatch.setenv("VERA_SOURCE_SECRET_TEST_JIRA", TOKEN)
     with FakeUpstreams() as upstream:
         upstream.jira_issues = [
             jira_issue(
@@ -49,7 +49,7 @@ def _jira_source(tenant: Tenant, base_url: str) -> Source:
             name="jira",
             kind="jira",
             config={"base_url": base_url},
-            token_env="VERA_TEST_JIRA_TOKEN",
+            token_env="VERA_SOURCE_SECRET_TEST_JIRA",
             trust_tier=2,
         )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from curation.domain.outbox import Consumer, Priority
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, OutboxJob
 from curation.services import review
@@ -45,21 +46,29 @@ def _one(tenant: Tenant, predicate: str) -> Claim:
         return Claim.objects.get(predicate=predicate)
 
 
+def _projections(claim: Claim) -> int:
+    """The graph's projection jobs for the claim (the index has its own twin of each)."""
+    return OutboxJob.objects.filter(
+        kind="claim.project", payload__claim_id=claim.pk, consumer=Consumer.GRAPH
+    ).count()
+
+
 def test_approval_publishes_human_verified_with_an_outbox_job_and_audit(pending: Tenant) -> None:
     claim = _one(pending, "RUNS_ON")
     actor = pending.principal(pending.reviewer)
     with rls.tenant_context(actor):
-        review.review_approve(actor=actor, claim_id=claim.pk, version=claim.version)
+        outcome = review.review_approve(actor=actor, claim_id=claim.pk, version=claim.version)
         claim.refresh_from_db()
         assert (claim.status, claim.verification) == (
             ClaimStatus.PUBLISHED,
             Verification.HUMAN_VERIFIED,
         )
         assert claim.reviewed_by_id == pending.reviewer.pk
-        assert (
-            OutboxJob.objects.filter(kind="claim.project", payload__claim_id=claim.pk).count() == 1
-        )
+        assert _projections(claim) == 1
         assert AuditEvent.objects.filter(action="review.approve", target_id=str(claim.pk)).exists()
+    assert (outcome.result, outcome.live_id, outcome.superseded, outcome.message) == (
+        review.Result.PUBLISHED, claim.pk, (), f"Published #{claim.pk}.",
+    )  # fmt: skip
 
 
 def test_the_second_reviewer_gets_a_conflict_naming_the_first(pending: Tenant) -> None:
@@ -70,7 +79,7 @@ def test_the_second_reviewer_gets_a_conflict_naming_the_first(pending: Tenant) -
     with rls.tenant_context(second), pytest.raises(review.Conflict, match="acme-reviewer"):
         review.review_reject(actor=second, claim_id=claim.pk, version=claim.version, reason="no")
     with rls.tenant_context(second):
-        assert OutboxJob.objects.filter(payload__claim_id=claim.pk).count() == 1  # published once
+        assert _projections(claim) == 1  # published once
 
 
 def test_a_viewer_cannot_decide(pending: Tenant) -> None:
@@ -116,6 +125,70 @@ def test_a_proposal_is_accepted_into_publication(tenant_a: Tenant, tmp_path: Pat
     assert claim.status == ClaimStatus.PUBLISHED
 
 
+def _two_sources(tenant: Tenant, root: Path, first: str, second: str, *, tiers: tuple[int, int]):
+    for name, text, tier in (("one", first, tiers[0]), ("two", second, tiers[1])):
+        (root / name).mkdir()
+        (root / name / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+        _ingest(tenant, root / name, tier=tier, name=f"{name}-tier-{tier}")
+
+
+def test_an_approval_says_which_published_value_it_superseded(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    _two_sources(
+        tenant_a, tmp_path, "The billing-api runs on k8s-prod-1.",
+        "The billing-api runs on k8s-prod-2.", tiers=(1, 3),
+    )  # fmt: skip
+    actor = tenant_a.principal(tenant_a.reviewer)
+    with rls.tenant_context(actor):
+        old = Claim.objects.get(predicate="RUNS_ON", status=ClaimStatus.PUBLISHED)
+        new = Claim.objects.get(predicate="RUNS_ON", status=ClaimStatus.PENDING_REVIEW)
+        outcome = review.review_approve(actor=actor, claim_id=new.pk, version=new.version)
+    assert (outcome.result, outcome.superseded) == (review.Result.PUBLISHED, (old.pk,))
+    assert outcome.message == f"Published #{new.pk}; superseded #{old.pk}."
+
+
+def test_accepting_a_published_value_closes_the_proposal_as_a_duplicate(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    same = "The search-api uses elastic-8."
+    _two_sources(tenant_a, tmp_path, same, same, tiers=(1, 4))
+    actor = tenant_a.principal(tenant_a.reviewer)
+    with rls.tenant_context(actor):
+        live = Claim.objects.get(predicate="USES", status=ClaimStatus.PUBLISHED)
+        proposal = Claim.objects.get(predicate="USES", status=ClaimStatus.PROPOSED)
+        outcome = review.proposal_accept(
+            actor=actor, claim_id=proposal.pk, version=proposal.version
+        )
+        proposal.refresh_from_db()
+    assert (outcome.result, outcome.live_id) == (review.Result.DUPLICATE, live.pk)
+    assert outcome.message == (
+        f"Already published as #{live.pk}: its evidence and your verification were added "
+        "there; this proposal is closed as a duplicate."
+    )
+    assert (proposal.status, proposal.status_reason) == (
+        ClaimStatus.REJECTED, f"already published as #{live.pk}",
+    )  # fmt: skip
+
+
+def test_a_duplicate_that_verifies_a_published_claim_reindexes_it(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    same = "The search-api uses elastic-8."
+    _two_sources(tenant_a, tmp_path, same, same, tiers=(1, 4))
+    actor = tenant_a.principal(tenant_a.reviewer)
+    with rls.tenant_context(actor):
+        live = Claim.objects.get(predicate="USES", status=ClaimStatus.PUBLISHED)
+        proposal = Claim.objects.get(predicate="USES", status=ClaimStatus.PROPOSED)
+        review.proposal_accept(actor=actor, claim_id=proposal.pk, version=proposal.version)
+        live.refresh_from_db()
+        urgent = OutboxJob.objects.filter(
+            kind="claim.project", payload__claim_id=live.pk, priority=Priority.INTERACTIVE
+        )
+        assert live.verification == Verification.HUMAN_VERIFIED
+        assert sorted(urgent.values_list("consumer", flat=True)) == ["graph", "index"]
+
+
 def test_bulk_approval_reports_conflicts_and_commits_the_rest(pending: Tenant) -> None:
     runs, deps = _one(pending, "RUNS_ON"), _one(pending, "DEPENDS_ON")
     actor = pending.principal(pending.reviewer)
@@ -125,6 +198,7 @@ def test_bulk_approval_reports_conflicts_and_commits_the_rest(pending: Tenant) -
         )
     assert outcome.done == [runs.pk]
     assert list(outcome.conflicts) == [deps.pk]
+    assert outcome.messages == {runs.pk: f"Published #{runs.pk}."}
 
 
 def test_the_queue_page_lists_pending_claims_for_reviewers(pending: Tenant, client: Client) -> None:
@@ -140,7 +214,7 @@ def test_htmx_approval_swaps_the_row_and_a_second_gets_409(pending: Tenant, clie
     url = f"/review/claims/{claim.pk}/approve"
     first = client.post(url, {"version": claim.version}, HTTP_HX_REQUEST="true")
     assert first.status_code == 200
-    assert "Approved" in first.content.decode()
+    assert f"Published #{claim.pk}." in first.content.decode()
     second = client.post(url, {"version": claim.version}, HTTP_HX_REQUEST="true")
     assert second.status_code == 409
     assert "Already published by acme-reviewer" in second.content.decode()

@@ -208,6 +208,7 @@ class CountingEmbedder(HashingEmbedder):
 
 
 def test_a_batch_is_embedded_in_one_model_call(tenant_a: Tenant, tmp_path: Path) -> None:
+    from curation.domain.outbox import Consumer
     from curation.models import OutboxJob
     from curation.services.outbox import outbox_process
     from retrieval.adapters.embedders import CachedEmbedder
@@ -225,8 +226,9 @@ def test_a_batch_is_embedded_in_one_model_call(tenant_a: Tenant, tmp_path: Path)
     counting = CountingEmbedder()
     cached = CachedEmbedder(counting)
     with rls.tenant_context(principal):
-        jobs = OutboxJob.objects.filter(kind="claim.project").count()
+        jobs = OutboxJob.objects.filter(kind="claim.project", consumer="index").count()
         outcome = outbox_process(
+            consumer=Consumer.INDEX,
             handlers={"claim.project": lambda job: index_job(job, embedder=cached)},
             prepare=lambda batch: index_prepare(batch, embedder=cached),
         )
@@ -240,7 +242,7 @@ def test_retracted_facts_are_hidden_now_and_visible_as_of_the_past(
     from django.db import transaction
 
     from curation.models import Claim
-    from curation.services.claims import outbox_enqueue
+    from curation.services.outbox import outbox_enqueue
 
     retracted_at = T0 + dt.timedelta(days=10)
     with rls.tenant_context(corpus.principal(corpus.admin)), transaction.atomic():

@@ -15,6 +15,8 @@ class VeraConfig(AppConfig):
 
     def ready(self) -> None:
         from curation import bootstrap as curation_bootstrap
+        from curation.services.outbox import outbox_set_notifier
+        from curation.tasks import wake_interactive_lane
         from retrieval import bootstrap as retrieval_bootstrap
 
         from .db import grant_app_role
@@ -23,3 +25,5 @@ class VeraConfig(AppConfig):
         post_migrate.connect(grant_app_role, dispatch_uid="vera.grant_app_role")
         curation_bootstrap.install(CurationProviders())
         retrieval_bootstrap.install(RetrievalProviders())
+        # A committed review decision wakes the interactive lane's worker at once.
+        outbox_set_notifier(wake_interactive_lane)

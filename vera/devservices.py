@@ -473,6 +473,10 @@ def print_env(env: dict[str, str]) -> None:
         print(f"export {key}={shlex.quote(value)}")
 
 
+# The Celery queues (vera.settings.base.CELERY_TASK_ROUTES), one worker process each.
+LANES = ("interactive", "projection", "ingest", "maintenance")
+
+
 class Supervisor:
     """Runs web, worker and beat in the foreground; Ctrl-C stops all of them."""
 
@@ -496,7 +500,7 @@ class Supervisor:
     @staticmethod
     def _pump(name: str, stream: IO[str] | None) -> None:
         for line in stream or ():
-            sys.stdout.write(f"{name:>6} | {line}")
+            sys.stdout.write(f"{name:>11} | {line}")
             sys.stdout.flush()
 
     def wait(self) -> int:
@@ -528,7 +532,7 @@ def manage(args: list[str], env: dict[str, str]) -> None:
 
 
 def run(profile: Profile) -> int:
-    """`make run`: services, migrations, demo data, then web + worker + beat."""
+    """`make run`: services, migrations, demo data, then web + a worker per lane + beat."""
     service_env, started = start(profile)
     env = {**os.environ, **service_env}
     env.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.local")
@@ -550,7 +554,14 @@ def run(profile: Profile) -> int:
         supervisor.spawn(
             "web", [sys.executable, "manage.py", "runserver", f"127.0.0.1:{web_port}"], env
         )
-        supervisor.spawn("worker", [*celery, "worker", "-l", "info", "--concurrency", "2"], env)
+        # One worker per lane, so a review decision never waits behind bulk work.
+        for lane in LANES:
+            supervisor.spawn(
+                lane,
+                [*celery, "worker", "-l", "info", "-Q", lane, "-n", f"{lane}@%h",
+                 "--concurrency", "1"],
+                env,
+            )  # fmt: skip
         beat_schedule = str(profile.state / "celerybeat-schedule")
         supervisor.spawn("beat", [*celery, "beat", "-l", "info", "-s", beat_schedule], env)
         say(f"VERA is starting on http://127.0.0.1:{web_port}/ (Ctrl-C stops everything)")

@@ -20,6 +20,7 @@ from django.dispatch import receiver
 from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
+from curation.domain.outbox import Consumer
 from curation.models import OutboxJob, Source
 from curation.ports import (
     ContradictionJudge,
@@ -108,7 +109,17 @@ def object_store() -> ObjectStore:
 
 
 def source_secret(source: Source) -> str | None:
-    """The source's secret from the environment variable it names (never from the row)."""
+    """The source's secret from the environment variable it names (never from the row).
+
+    The name is checked against the operator's prefix again here: a row written around
+    the services (forged, or older than the rule) must not send DATABASE_URL anywhere.
+    """
+    from curation.domain.source_policy import token_env_refusal
+    from curation.services.sources import source_policy
+
+    prefix = source_policy().token_env_prefix
+    if reason := token_env_refusal(source.token_env, prefix=prefix):
+        raise ValueError(reason)
     return required_env(source.token_env) if source.token_env else None
 
 
@@ -284,21 +295,27 @@ class RetrievalProviders:
         return reranking()
 
 
-def _both(*handlers: Handler) -> Handler:
-    def run(job: OutboxJob) -> None:
-        for handler in handlers:
-            handler(job)
-
-    return run
-
-
 class CurationProviders:
     """curation.bootstrap.Providers, built from settings."""
 
     def pipeline_for(self, source: Source) -> Pipeline:
-        connector = build_connector(source.kind, source.config, secret=source_secret(source))
+        from curation.services.sources import source_policy
+
+        # The secret is checked and read first: a refused name fails the run before any
+        # connector exists. The policy includes what an operator granted this source.
+        secret = source_secret(source)
+        policy = source_policy(reach=source.reach)
+        connector = build_connector(source.kind, source.config, secret=secret, policy=policy)
+        equivalence, contradiction = judges()
+        # The embedder serves semantic entity resolution (exact -> trigram -> semantic);
+        # without a judge, the ambiguous band becomes merge candidates, never a merge.
         return Pipeline(
-            connector=connector, store=object_store(), extractors=extractors_for(source)
+            connector=connector,
+            store=object_store(),
+            extractors=extractors_for(source),
+            embedder=embedder(),
+            equivalence=equivalence,
+            contradiction=contradiction,
         )
 
     def graph(self) -> GraphProjection:
@@ -307,15 +324,30 @@ class CurationProviders:
     def object_store(self) -> ObjectStore:
         return object_store()
 
-    def outbox_handlers(self) -> dict[str, Handler]:
-        # The graph and the search index are both projections of the same outbox jobs.
+    def outbox_handlers(self, consumer: Consumer) -> dict[str, Handler]:
+        # The graph and the search index are independent consumers of the same changes.
+        if consumer is Consumer.GRAPH:
+            return {
+                "claim.project": functools.partial(projection.project_claim, graph=graph()),
+                "claim.retire": functools.partial(projection.retire_claim, graph=graph()),
+            }
         index = functools.partial(index_job, embedder=embedder())
-        return {
-            "claim.project": _both(
-                functools.partial(projection.project_claim, graph=graph()), index
-            ),
-            "claim.retire": _both(functools.partial(projection.retire_claim, graph=graph()), index),
-        }
+        return {"claim.project": index, "claim.retire": index}
 
-    def outbox_prepare(self) -> Callable[[list[OutboxJob]], None]:
-        return functools.partial(index_prepare, embedder=embedder())
+    def outbox_prepare(self, consumer: Consumer) -> Callable[[list[OutboxJob]], None] | None:
+        if consumer is Consumer.INDEX:
+            return functools.partial(index_prepare, embedder=embedder())
+        return None
+
+    def outbox_available(self, consumer: Consumer) -> str:
+        """Why the consumer's backend cannot take work now ("" when it can).
+
+        A consumer whose backend is down leaves its jobs waiting, untouched, instead of
+        spending their attempts: they catch up when it returns.
+        """
+        if consumer is Consumer.GRAPH:
+            try:
+                graph().ping()
+            except Exception as error:
+                return f"{type(error).__name__}: {error}"
+        return ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from curation.models import CONNECTOR_KINDS, Claim, Episode, Evidence, Source
@@ -20,7 +22,7 @@ class SourceSerializer(serializers.ModelSerializer):
 
 
 class SourceCreateSerializer(serializers.Serializer):
-    """Input for creating a source."""
+    """Input for creating a source; its reach is the operator's (`manage.py source_reach`)."""
 
     group_id = serializers.CharField(max_length=40)
     name = serializers.CharField(max_length=200)
@@ -29,6 +31,16 @@ class SourceCreateSerializer(serializers.Serializer):
     token_env = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     trust_tier = serializers.IntegerField(min_value=1, max_value=4)
     schedule_seconds = serializers.IntegerField(min_value=60, required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # Refused rather than ignored, so that nobody believes a `reach` they sent was set.
+        if unknown := sorted(set(self.initial_data) - set(self.fields)):
+            raise serializers.ValidationError(
+                f"unknown field(s): {', '.join(unknown)}; a source's reach is set by the operator"
+                if "reach" in unknown
+                else f"unknown field(s): {', '.join(unknown)}"
+            )
+        return attrs
 
 
 class EpisodeSerializer(serializers.ModelSerializer):

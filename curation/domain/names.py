@@ -1,4 +1,4 @@
-"""Entity-name normalisation: the one key that exact and fuzzy entity matching compare.
+"""Entity names: the one key exact and fuzzy matching compare, and what tells names apart.
 
 Accents are kept on purpose (the spec's "Multilingual Knowledge"): "Hà Nội" and
 "Ha Noi" are different strings to a reader of Vietnamese, so they stay different
@@ -8,6 +8,8 @@ keys here and only a later, explicit resolution step may decide they are one ent
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
+from dataclasses import dataclass
 
 # Functional predicates hold one value at a time: a new value supersedes every earlier one.
 DEFAULT_FUNCTIONAL_PREDICATES = frozenset(
@@ -120,3 +122,168 @@ def _opening_index(text: str, end: int) -> int | None:
             if depth == 0:
                 return index
     return None
+
+
+# --- identifier-like differences ------------------------------------------------------
+
+# Words that never tell two names apart ("The Payments API" is "Payments API"), and
+# conjunctions, which only do at the edges ("Team E"): "Antigua and Barbuda" is
+# "Antigua y Barbuda" and "Antigua und Barbuda".
+_FILLERS = frozenset({"the", "of"})
+_CONJUNCTIONS = frozenset({"and", "&", "und", "y", "e", "et", "và"})
+# Symbols that are part of a name's identity: C, C# and C++ are three languages.
+_NAME_SYMBOLS = frozenset("#&@%*+$")
+# A differing token this short is a code (eu/us, db/dc, ii/iii), never a typo.
+_CODE_MAX = 3
+# Typos are tolerated only in words at least this long: one edit, two in long words.
+_TYPO_MIN = 5
+_TYPO_TWO_EDITS_MIN = 9
+
+
+@dataclass(frozen=True)
+class NameConflict:
+    """What tells two names apart: kind is number | code | symbol | word | extra."""
+
+    kind: str
+    detail: str
+
+    @property
+    def sibling(self) -> bool:
+        """A number, a short code or a symbol differs: the mark of siblings (db-01 / db-02)."""
+        return self.kind in {"number", "code", "symbol"}
+
+    def __str__(self) -> str:
+        if self.kind == "extra":
+            return f"extra word: {self.detail}"
+        return f"different {self.kind}: {self.detail}"
+
+
+def identifier_conflict(a: str, b: str) -> NameConflict | None:
+    """What makes `a` and `b` two different identifiers, or None when one may be a variant.
+
+    Names that differ in a number or a short code (prod-eu-1 / prod-eu-3, db-01 / db-02,
+    payments-v1 / payments-v2, prod-eu / prod-us), or that share words and differ by
+    another word (Samoa / American Samoa, us-east / us-west), are different things far
+    more often than misspellings, however alike they look to a trigram or an embedding.
+    Not differences: case, punctuation, spacing, word order, "the", a small typo in a
+    long word (Postgress / Postgres). Names without a word in common (auth service /
+    login gateway) are not identifier-like either: they are left to similarity and
+    judgement. Symmetric: (a, b) and (b, a) get the same answer.
+    """
+    first, second = sorted((normalize_name(a), normalize_name(b)))
+    if first == second:
+        return None
+    tokens_a, tokens_b = _tokens(first), _tokens(second)
+    numbers_a, numbers_b = _numbers(tokens_a), _numbers(tokens_b)
+    if numbers_a != numbers_b:
+        return NameConflict("number", f"{_joined(numbers_a)} / {_joined(numbers_b)}")
+    words_a, words_b = _words(tokens_a), _words(tokens_b)
+    if "".join(words_a) == "".join(words_b):
+        return None  # spacing or punctuation only: "payments api" / "paymentsapi"
+    only_a, only_b = _unpaired(words_a, words_b)
+    if len(only_a) == len(words_a) and len(only_b) == len(words_b):
+        return None  # nothing in common: a synonym or a translation, if anything
+    if only_a and only_b:
+        x, y = only_a[0], only_b[0]
+        return NameConflict(_kind(x, y), f"{x} / {y}")
+    if only_a or only_b:
+        extra = (only_a or only_b)[0]
+        if _char_kind(extra[0]) == "symbol":
+            return NameConflict("symbol", f"{extra} / none")
+        return NameConflict("extra", extra)
+    return None
+
+
+def _char_kind(char: str) -> str | None:
+    category = unicodedata.category(char)
+    if category == "Nd":
+        return "digit"
+    if category[0] in "LM":
+        return "letter"
+    if char in _NAME_SYMBOLS or category in ("Sm", "Sc", "So"):
+        return "symbol"
+    return None  # a separator: space, dash, dot, slash, quote...
+
+
+def _tokens(norm: str) -> list[str]:
+    """Letter runs, digit runs and single name symbols, in order ("k8s-prod-1" -> k 8 s prod 1)."""
+    tokens: list[str] = []
+    previous: str | None = None
+    for char in norm:
+        kind = _char_kind(char)
+        if kind is not None and kind == previous and kind != "symbol":
+            tokens[-1] += char
+        elif kind is not None:
+            tokens.append(char)
+        previous = kind
+    return tokens
+
+
+def _numbers(tokens: list[str]) -> list[str]:
+    """The digit runs by value, leading zeros kept (db-01 is not db-1), any script's digits."""
+    return [
+        "".join(str(unicodedata.decimal(c)) for c in token)
+        for token in tokens
+        if unicodedata.category(token[0]) == "Nd"
+    ]
+
+
+def _joined(numbers: list[str]) -> str:
+    return "-".join(numbers) or "none"
+
+
+def _words(tokens: list[str]) -> list[str]:
+    words = [t for t in tokens if unicodedata.category(t[0]) != "Nd"]
+    last = len(words) - 1
+    meaningful = [
+        word
+        for index, word in enumerate(words)
+        if word not in _FILLERS and not (word in _CONJUNCTIONS and 0 < index < last)
+    ]
+    return meaningful or words
+
+
+def _unpaired(words_a: list[str], words_b: list[str]) -> tuple[list[str], list[str]]:
+    """The words of each side left over once equal words and typo pairs are matched."""
+    only_a = list((Counter(words_a) - Counter(words_b)).elements())
+    only_b = list((Counter(words_b) - Counter(words_a)).elements())
+    for word in list(only_a):
+        partner = next((other for other in only_b if _is_typo(word, other)), None)
+        if partner is not None:
+            only_a.remove(word)
+            only_b.remove(partner)
+    return only_a, only_b
+
+
+def _kind(x: str, y: str) -> str:
+    if _char_kind(x[0]) == "symbol" or _char_kind(y[0]) == "symbol":
+        return "symbol"
+    short = min(len(x), len(y)) <= _CODE_MAX and x.isascii() and y.isascii()
+    return "code" if short else "word"
+
+
+def _is_typo(x: str, y: str) -> bool:
+    shorter = min(len(x), len(y))
+    if shorter < _TYPO_MIN or _char_kind(x[0]) == "symbol" or _char_kind(y[0]) == "symbol":
+        return False
+    allowed = 2 if shorter >= _TYPO_TWO_EDITS_MIN else 1
+    return _edits(x, y, allowed) <= allowed
+
+
+def _edits(x: str, y: str, limit: int) -> int:
+    """Optimal-string-alignment distance (a swap of neighbours is one edit), capped past limit."""
+    if abs(len(x) - len(y)) > limit:
+        return limit + 1
+    before: list[int] = []
+    row = list(range(len(y) + 1))
+    for i in range(1, len(x) + 1):
+        current = [i] + [0] * len(y)
+        for j in range(1, len(y) + 1):
+            cost = 0 if x[i - 1] == y[j - 1] else 1
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + cost)
+            if i > 1 and j > 1 and x[i - 1] == y[j - 2] and x[i - 2] == y[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        before, row = row, current
+    return row[-1]

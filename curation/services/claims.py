@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from curation.domain import supersession
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES, normalize_name
+from curation.domain.outbox import Priority
 from curation.domain.tiers import ClaimStatus, Decision
-from curation.models import Claim, Entity, Episode, Evidence, OutboxJob, Source
+from curation.models import Claim, Entity, Episode, Evidence, Source
 from curation.ports import ContradictionJudge
+from curation.services.outbox import outbox_enqueue
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,6 @@ def functional_predicates() -> frozenset[str]:
     return frozenset(configured) if configured else DEFAULT_FUNCTIONAL_PREDICATES
 
 
-def outbox_enqueue(*, group_id: str, kind: str, payload: dict[str, object]) -> OutboxJob:
-    """Queue post-commit work in the caller's transaction (the transactional outbox)."""
-    return OutboxJob.objects.create(
-        group_id=group_id, kind=kind, payload=payload, available_at=timezone.now()
-    )
-
-
 def _current_values(claim: Claim) -> list[supersession.CurrentValue]:
     rows = (
         Claim.objects.select_for_update()
@@ -67,7 +61,9 @@ def _current_values(claim: Claim) -> list[supersession.CurrentValue]:
 # savepoint=False: these join the caller's transaction without a savepoint round trip
 # each (ingestion calls them thousands of times); alone, they still run atomically.
 @transaction.atomic(savepoint=False)
-def claim_publish(claim: Claim, *, judge: ContradictionJudge | None = None) -> Claim:
+def claim_publish(
+    claim: Claim, *, judge: ContradictionJudge | None = None, priority: Priority = Priority.BULK
+) -> Claim:
     """Publish a claim: supersede what it replaces, queue its projection. Returns the live claim.
 
     A re-confirmation of a value that is already published returns that claim unchanged;
@@ -91,8 +87,18 @@ def claim_publish(claim: Claim, *, judge: ContradictionJudge | None = None) -> C
         old.superseded_by = claim
         old.version += 1
         old.save(update_fields=["status", "valid_to", "superseded_by", "version"])
-        outbox_enqueue(group_id=old.group_id, kind="claim.retire", payload={"claim_id": old.pk})
-    outbox_enqueue(group_id=claim.group_id, kind="claim.project", payload={"claim_id": claim.pk})
+        outbox_enqueue(
+            group_id=old.group_id,
+            kind="claim.retire",
+            payload={"claim_id": old.pk},
+            priority=priority,
+        )
+    outbox_enqueue(
+        group_id=claim.group_id,
+        kind="claim.project",
+        payload={"claim_id": claim.pk},
+        priority=priority,
+    )
     return claim
 
 

@@ -1,37 +1,68 @@
-"""Entity resolution: exact normalised alias, then pg_trgm fuzzy, then a semantic step."""
+"""Entity resolution: exact normalised alias, then pg_trgm fuzzy, then a semantic step.
+
+An automatic link needs its similarity threshold *and* no identifier-like difference
+(`identifier_conflict`): "cluster prod-eu-1" and "cluster prod-eu-3" are as close as a
+typo to a trigram or an embedding, and are still two clusters. Anything short of a
+link becomes at most an open merge candidate for the reviewers, never an alias.
+Every alias records how it was linked and how close it was, so a link can be audited
+and undone (`alias_unlink`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import TrigramDistance
 from django.db import transaction
+from django.db.models import Q
 from pgvector.django import CosineDistance
 
-from curation.domain.names import normalize_name
-from curation.models import Entity, EntityAlias, MergeCandidate
+from curation.domain.names import NameConflict, identifier_conflict, normalize_name
+from curation.domain.outbox import Priority
+from curation.domain.tiers import ClaimStatus
+from curation.models import Claim, Entity, EntityAlias, MergeCandidate
 from curation.ports import Embedder, EquivalenceJudge
+from curation.services.outbox import outbox_enqueue
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
 from tenants.services.scopes import PermissionDenied
 
 # A fuzzy match links only when the spellings are nearly identical (typos, spacing);
-# anything looser would merge siblings such as Niger and Nigeria.
+# anything looser would merge siblings such as Niger and Nigeria. Between the two
+# thresholds a pair is only a candidate: a judge decides, or else a reviewer.
 FUZZY_LINK = 0.8
+FUZZY_CANDIDATE = 0.6
 # Cosine similarity over bare names is a weak signal: it links only when very close and
 # otherwise just picks the few candidates an equivalence judge looks at.
 SEMANTIC_LINK = 0.97
 SEMANTIC_CANDIDATE = 0.80
 CANDIDATES = 5
+# Links a reviewer made (or an entity's founding name): alias_unlink leaves them alone.
+REVIEWED = frozenset({"new", "review", "manual"})
 
 
 @dataclass(frozen=True)
 class Resolution:
-    """The entity a name resolved to and how."""
+    """The entity a name resolved to, how, and the similarity that decided it."""
 
     entity: Entity
     method: str  # exact | fuzzy | semantic | judge | new
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class _Match:
+    """An existing alias near the name: how it was found, how close, what tells them apart."""
+
+    alias: EntityAlias
+    method: str  # fuzzy | semantic
+    score: float
+    conflict: NameConflict | None
+
+    def links(self, threshold: float) -> bool:
+        return self.conflict is None and self.score >= threshold
 
 
 def canonical(entity: Entity) -> Entity:
@@ -42,32 +73,38 @@ def canonical(entity: Entity) -> Entity:
 
 
 def _add_alias(
-    entity: Entity, name: str, norm: str, vector: list[float] | None, model: str
-) -> None:
+    entity: Entity, name: str, norm: str, *, vector: list[float] | None = None,
+    model: str = "", method: str, score: float | None = None,
+) -> None:  # fmt: skip
     EntityAlias.objects.get_or_create(
         group_id=entity.group_id,
         alias_norm=norm,
-        defaults={"entity": entity, "alias": name, "embedding": vector, "embedding_model": model},
-    )
+        defaults={"entity": entity, "alias": name, "embedding": vector, "embedding_model": model,
+                  "method": method, "score": score},
+    )  # fmt: skip
 
 
-def _fuzzy(group_id: str, norm: str, entity_type: str) -> EntityAlias | None:
-    """The nearest alias by trigram distance, if it is similar enough to link."""
-    nearest = (
+def _fuzzy(group_id: str, name: str, norm: str, entity_type: str) -> list[_Match]:
+    """The nearest aliases by trigram distance that are at least candidates, nearest first."""
+    # Ordered by distance and cut by LIMIT, so the GiST index answers it; the threshold
+    # is applied here, not in SQL, to keep that plan.
+    rows = (
         EntityAlias.objects.filter(group_id=group_id, entity__entity_type=entity_type)
         .annotate(distance=TrigramDistance("alias_norm", norm))
         .select_related("entity")
-        .order_by("distance")
-        .first()
+        .order_by("distance")[:CANDIDATES]
     )
-    if nearest is None or 1.0 - float(nearest.distance) < FUZZY_LINK:
-        return None
-    return nearest
+    matches = [(row, 1.0 - float(row.distance)) for row in rows]
+    return [
+        _Match(row, "fuzzy", score, identifier_conflict(name, row.alias))
+        for row, score in matches
+        if score >= FUZZY_CANDIDATE
+    ]
 
 
 def _semantic(
-    group_id: str, entity_type: str, vector: list[float], model: str
-) -> list[tuple[EntityAlias, float]]:
+    group_id: str, name: str, entity_type: str, vector: list[float], model: str
+) -> list[_Match]:
     rows = (
         EntityAlias.objects.filter(
             group_id=group_id, entity__entity_type=entity_type, embedding_model=model
@@ -76,7 +113,42 @@ def _semantic(
         .select_related("entity")
         .order_by("distance")[:CANDIDATES]
     )
-    return [(row, 1.0 - float(row.distance)) for row in rows]
+    matches = [(row, 1.0 - float(row.distance)) for row in rows]
+    return [
+        _Match(row, "semantic", score, identifier_conflict(name, row.alias))
+        for row, score in matches
+        if score >= SEMANTIC_CANDIDATE
+    ]
+
+
+def _nearest(matches: Sequence[_Match]) -> list[tuple[_Match, Entity]]:
+    """The best match per distinct (canonical) entity, at most CANDIDATES of them."""
+    seen: dict[int, tuple[_Match, Entity]] = {}
+    for match in matches:
+        entity = canonical(match.alias.entity)
+        if entity.pk not in seen:
+            seen[entity.pk] = (match, entity)
+    return list(seen.values())[:CANDIDATES]
+
+
+def _judged(
+    judge: EquivalenceJudge, name: str, entity_type: str, nearest: list[tuple[_Match, Entity]]
+) -> tuple[_Match, Entity] | None:
+    """The first unblocked match the judge confirms; blocked pairs are for reviewers only."""
+    for match, entity in nearest:
+        if match.conflict is None and judge.same_entity(
+            name, match.alias.alias, entity_type=entity_type
+        ):
+            return match, entity
+    return None
+
+
+def _link(
+    match: _Match, entity: Entity, name: str, norm: str, vector: list[float] | None, model: str,
+    *, method: str,
+) -> Resolution:  # fmt: skip
+    _add_alias(entity, name, norm, vector=vector, model=model, method=method, score=match.score)
+    return Resolution(entity, method, match.score)
 
 
 @transaction.atomic(savepoint=False)
@@ -90,52 +162,113 @@ def entity_resolve(
 ) -> Resolution:
     """The entity `name` denotes in the group, creating it when nothing matches.
 
-    Without a judge, nothing below SEMANTIC_LINK is merged: near misses become open
-    merge candidates for a reviewer instead (a false merge is worse than a missed one).
+    A fuzzy or semantic match links only above its threshold and when the names differ
+    in no number, code or word (`identifier_conflict`). A judge may confirm a match in
+    the band below, never a blocked one. What does not link becomes at most an open
+    merge candidate for a reviewer (a false merge is worse than a missed one).
     """
     norm = normalize_name(name)
     if not norm:
         raise ValueError("an entity name cannot be empty")
     exact = EntityAlias.objects.filter(group_id=group_id, alias_norm=norm).select_related("entity")
     if found := exact.first():
-        return Resolution(canonical(found.entity), "exact")
-    if fuzzy := _fuzzy(group_id, norm, entity_type):
-        entity = canonical(fuzzy.entity)
-        _add_alias(entity, name, norm, None, "")
-        return Resolution(entity, "fuzzy")
+        return Resolution(canonical(found.entity), "exact", 1.0)
+    fuzzy = _fuzzy(group_id, name, norm, entity_type)
+    if link := next((m for m in fuzzy if m.links(FUZZY_LINK)), None):
+        return _link(link, canonical(link.alias.entity), name, norm, None, "", method="fuzzy")
     vector = embedder.embed([name])[0] if embedder else None
     model = embedder.model if embedder else ""
-    candidates = _semantic(group_id, entity_type, vector, model) if vector else []
-    for alias, similarity in candidates:
-        same = similarity >= SEMANTIC_LINK or (
-            similarity >= SEMANTIC_CANDIDATE
-            and judge is not None
-            and judge.same_entity(name, alias.alias, entity_type=entity_type)
-        )
-        if same:
-            entity = canonical(alias.entity)
-            _add_alias(entity, name, norm, vector, model)
-            return Resolution(entity, "semantic" if similarity >= SEMANTIC_LINK else "judge")
+    semantic = _semantic(group_id, name, entity_type, vector, model) if vector else []
+    if link := next((m for m in semantic if m.links(SEMANTIC_LINK)), None):
+        entity = canonical(link.alias.entity)
+        return _link(link, entity, name, norm, vector, model, method="semantic")
+    nearest = _nearest([*fuzzy, *semantic])
+    if judge is not None and (confirmed := _judged(judge, name, entity_type, nearest)):
+        return _link(*confirmed, name, norm, vector, model, method="judge")
     entity = Entity.objects.create(
         group_id=group_id, canonical_name=name.strip(), entity_type=entity_type
     )
-    _add_alias(entity, name, norm, vector, model)
-    for alias, similarity in candidates:
-        if similarity >= SEMANTIC_CANDIDATE and judge is None:
-            MergeCandidate.objects.get_or_create(
-                entity=entity,
-                candidate=canonical(alias.entity),
-                defaults={"group_id": group_id, "method": "semantic", "score": similarity},
-            )
+    _add_alias(entity, name, norm, vector=vector, model=model, method="new")
+    _propose_merges(entity, nearest, judged=judge is not None)
     return Resolution(entity, "new")
 
 
+def _propose_merges(entity: Entity, nearest: list[tuple[_Match, Entity]], *, judged: bool) -> None:
+    """Open merge candidates for the reviewers: the near misses nobody else decided.
+
+    An unblocked match is the judge's to decide (it was asked and said no), else a
+    reviewer's; so is a match blocked by a word (payments-api / payments-api service).
+    A sibling (a number or a code differs) is proposed only when it would otherwise
+    have linked, and only the nearest one: a typo in a number could hide there, while
+    proposing every sibling (db-01 ... db-50) would bury the queue.
+    """
+    sibling_proposed = False
+    for match, candidate in nearest:
+        if match.conflict is None:
+            propose = not judged
+        elif match.conflict.sibling:
+            threshold = FUZZY_LINK if match.method == "fuzzy" else SEMANTIC_LINK
+            propose = not sibling_proposed and match.score >= threshold
+            sibling_proposed = sibling_proposed or propose
+        else:
+            propose = True
+        if propose:
+            MergeCandidate.objects.get_or_create(
+                entity=entity,
+                candidate=candidate,
+                defaults={"group_id": entity.group_id, "method": match.method,
+                          "score": match.score},
+            )  # fmt: skip
+
+
+def _absorbed(entity: Entity) -> list[int]:
+    """The entity and every entity merged into it, however indirectly."""
+    members, frontier = [entity.pk], [entity.pk]
+    while frontier:
+        frontier = list(
+            Entity.objects.filter(merged_into_id__in=frontier).values_list("pk", flat=True)
+        )
+        members.extend(frontier)
+    return members
+
+
+def _reproject(entity: Entity, *, priority: Priority) -> int:
+    """Queue re-projection of every published claim about the entity (or what merged into it).
+
+    Graph nodes and search documents name a claim's entities; after a merge or an unmerge
+    the name they should show changed, so each claim is projected again from its row.
+    """
+    members = _absorbed(entity)
+    claim_ids = (
+        Claim.objects.filter(
+            Q(subject_id__in=members) | Q(object_entity_id__in=members),
+            status=ClaimStatus.PUBLISHED,
+        )
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    count = 0
+    for claim_id in claim_ids:
+        outbox_enqueue(
+            group_id=entity.group_id,
+            kind="claim.project",
+            payload={"claim_id": claim_id},
+            priority=priority,
+        )
+        count += 1
+    return count
+
+
 @transaction.atomic
-def entity_merge(*, actor: Principal, entity_id: int, into_id: int) -> Entity:
+def entity_merge(
+    *, actor: Principal, entity_id: int, into_id: int, priority: Priority = Priority.INTERACTIVE
+) -> Entity:
     """Merge one entity into another, reversibly: nothing is rewritten, only pointed.
 
     Claims and aliases keep their entity; resolution and reads follow `merged_into`,
-    so `entity_unmerge` restores the exact previous state. Audited.
+    so `entity_unmerge` restores the exact previous state. The published claims about
+    the merged entity are queued for re-projection (a reviewer's merge: interactive).
+    Audited.
     """
     entity = Entity.objects.select_for_update().get(pk=entity_id)
     target = canonical(Entity.objects.get(pk=into_id))
@@ -148,19 +281,23 @@ def entity_merge(*, actor: Principal, entity_id: int, into_id: int) -> Entity:
     MergeCandidate.objects.filter(entity=entity, candidate=target).update(
         status=MergeCandidate.Status.MERGED
     )
+    reprojected = _reproject(entity, priority=priority)
     audit_record(
         principal=actor,
         group_id=entity.group_id,
         action="entity.merge",
         target=("entity", entity.pk),
-        data={"into": target.pk, "name": entity.canonical_name, "into_name": target.canonical_name},
-    )
+        data={"into": target.pk, "name": entity.canonical_name, "into_name": target.canonical_name,
+              "reprojected": reprojected},
+    )  # fmt: skip
     return target
 
 
 @transaction.atomic
-def entity_unmerge(*, actor: Principal, entity_id: int) -> Entity:
-    """Undo a merge; audited."""
+def entity_unmerge(
+    *, actor: Principal, entity_id: int, priority: Priority = Priority.INTERACTIVE
+) -> Entity:
+    """Undo a merge; its published claims are queued for re-projection. Audited."""
     entity = Entity.objects.select_for_update().get(pk=entity_id)
     if entity.merged_into_id is None:
         raise ValueError("this entity is not merged")
@@ -169,11 +306,70 @@ def entity_unmerge(*, actor: Principal, entity_id: int) -> Entity:
     previous = entity.merged_into_id
     entity.merged_into = None
     entity.save(update_fields=["merged_into"])
+    reprojected = _reproject(entity, priority=priority)
     audit_record(
         principal=actor,
         group_id=entity.group_id,
         action="entity.unmerge",
         target=("entity", entity.pk),
-        data={"was_merged_into": previous},
+        data={"was_merged_into": previous, "reprojected": reprojected},
     )
     return entity
+
+
+@dataclass(frozen=True)
+class Unlinked:
+    """An alias detached into its own entity, and the claims a reviewer should look at."""
+
+    entity: Entity
+    previous: Entity
+    claims_to_check: tuple[int, ...]
+
+
+@transaction.atomic
+def alias_unlink(*, actor: Principal, alias_id: int) -> Unlinked:
+    """Detach an automatically linked alias into a new entity of its own; audited.
+
+    Only the name moves: from now on resolving it lands on the new entity, and the pair
+    is recorded as kept apart. Claims are not rewritten. A claim records its entity,
+    not the surface form it was extracted under, so which claims came in under this
+    name cannot be told from the rows, and moving any would be a guess that can itself
+    corrupt published knowledge. The claims about the old entity recorded since the
+    link (the only ones that can have come in under it) are returned and audited, for a
+    reviewer to check and correct with an edit.
+    """
+    alias = EntityAlias.objects.select_for_update().select_related("entity").get(pk=alias_id)
+    if not actor.can(Role.REVIEWER, alias.group_id):
+        raise PermissionDenied("unlinking an alias needs the reviewer role")
+    previous = alias.entity
+    if alias.method in REVIEWED or alias.alias_norm == normalize_name(previous.canonical_name):
+        raise ValueError("only an automatically linked alias can be unlinked")
+    entity = Entity.objects.create(
+        group_id=alias.group_id,
+        canonical_name=alias.alias.strip(),
+        entity_type=previous.entity_type,
+    )
+    method, score = alias.method, alias.score
+    alias.entity, alias.method, alias.score = entity, "review", None
+    alias.save(update_fields=["entity", "method", "score"])
+    MergeCandidate.objects.create(
+        group_id=alias.group_id, entity=entity, candidate=canonical(previous),
+        method=(method or "unknown")[:20], score=score or 0.0,
+        status=MergeCandidate.Status.KEPT_APART,
+    )  # fmt: skip
+    to_check = tuple(
+        Claim.objects.filter(
+            Q(subject=previous) | Q(object_entity=previous), recorded_at__gte=alias.created_at
+        )
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    audit_record(
+        principal=actor,
+        group_id=alias.group_id,
+        action="entity.alias_unlink",
+        target=("entity", entity.pk),
+        data={"alias": alias.alias, "from": previous.pk, "method": method, "score": score,
+              "claims_to_check": list(to_check)},
+    )  # fmt: skip
+    return Unlinked(entity=entity, previous=previous, claims_to_check=to_check)

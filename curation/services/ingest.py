@@ -8,10 +8,11 @@ rest of the page continues. Re-ingesting unchanged bytes is a no-op.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from django.db import DataError, IntegrityError, InterfaceError, OperationalError, transaction
@@ -30,8 +31,9 @@ from curation.ports import (
     Extractor,
     ObjectStore,
 )
-from curation.services.claims import NewClaim, claim_record, outbox_enqueue
+from curation.services.claims import NewClaim, claim_record
 from curation.services.entities import entity_resolve
+from curation.services.outbox import outbox_enqueue
 from tenants import rls
 from tenants.domain.access import Principal
 
@@ -62,6 +64,8 @@ class IngestReport:
     new: int = 0
     unchanged: int = 0
     failed: int = 0
+    pages: int = 0
+    started_at: dt.datetime = field(default_factory=timezone.now)
     claims: Counter[str] = field(default_factory=Counter)
     failures: list[tuple[str, str]] = field(default_factory=list)
     error: str = ""
@@ -70,6 +74,28 @@ class IngestReport:
     @property
     def status(self) -> str:
         return "failed" if self.error else "ok"
+
+    @property
+    def records(self) -> int:
+        return self.new + self.unchanged + self.failed
+
+    def progress(self, state: str) -> dict[str, object]:
+        """The run as `Source.progress` holds it (JSON): counts so far and when."""
+        return {
+            "state": state,
+            "started_at": self.started_at.isoformat(),
+            "updated_at": timezone.now().isoformat(),
+            "pages": self.pages,
+            "records": self.records,
+            "new": self.new,
+            "unchanged": self.unchanged,
+            "failed": self.failed,
+            "total": None,  # no connector can count its records ahead (yet)
+        }
+
+
+# Told after each committed page, with the run's report so far (counts, pages).
+ProgressCallback = Callable[[IngestReport], None]
 
 
 class RecordRejected(Exception):
@@ -287,15 +313,30 @@ def ingest_page(
         Source.objects.filter(pk=source_id).update(cursor=page.cursor)
 
 
-def source_ingest(*, source_id: int, principal: Principal, pipeline: Pipeline) -> IngestReport:
-    """Run the source's connector from its cursor; each page commits on its own."""
+def source_ingest(
+    *,
+    source_id: int,
+    principal: Principal,
+    pipeline: Pipeline,
+    on_progress: ProgressCallback | None = None,
+) -> IngestReport:
+    """Run the source's connector from its cursor; each page commits on its own.
+
+    `Source.progress` is rewritten with each page, in the page's transaction, so what
+    the admin shows is exactly what is committed; `on_progress` hears it after commit.
+    """
     report = IngestReport(source_id=source_id)
     with rls.tenant_context(principal):
         cursor = Source.objects.values_list("cursor", flat=True).get(pk=source_id)
+        Source.objects.filter(pk=source_id).update(progress=report.progress("running"))
     try:
         for page in pipeline.connector.pages(cursor=cursor):
             with rls.tenant_context(principal):
                 ingest_page(source_id=source_id, page=page, pipeline=pipeline, report=report)
+                report.pages += 1
+                Source.objects.filter(pk=source_id).update(progress=report.progress("running"))
+            if on_progress is not None:
+                on_progress(report)
     except ConnectorError as error:
         report.error = str(error)
     except (OperationalError, InterfaceError):
@@ -314,7 +355,10 @@ def source_ingest(*, source_id: int, principal: Principal, pipeline: Pipeline) -
 
 
 def source_run_finished(*, source_id: int, report: IngestReport) -> None:
-    """Record the outcome of a run on the source."""
+    """Record the outcome of a run on the source, its progress included."""
     Source.objects.filter(pk=source_id).update(
-        last_run_at=timezone.now(), last_run_status=report.status, last_error=report.error[:2000]
+        last_run_at=timezone.now(),
+        last_run_status=report.status,
+        last_error=report.error[:2000],
+        progress=report.progress("failed" if report.error else "finished"),
     )

@@ -1,4 +1,9 @@
-"""The outbox worker: claim due jobs with SKIP LOCKED, run their handler, retry or bury."""
+"""The transactional outbox: one job per consumer, claimed with SKIP LOCKED, retried or buried.
+
+Each consumer (the graph, the search index) has its own jobs, so its own progress and
+dead letters: one being down never stops the other. Jobs carry a priority; a consumer
+takes its due jobs most urgent first, so a reviewer's decision overtakes a bulk ingest.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +12,35 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 
 from django.db import transaction
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 
+from curation.domain.outbox import CONSUMERS, Consumer, Priority
 from curation.models import OutboxJob
+from tenants import rls
+from tenants.domain.access import Principal
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[OutboxJob], None]
+# Called after a transaction that enqueued urgent work commits: the composition root
+# wakes the interactive lane's worker, which takes only urgent jobs.
+Notifier = Callable[[Priority], None]
 MAX_ATTEMPTS = 8
 BACKOFF_BASE_S = 5.0
 BACKOFF_CAP_S = 3600.0
+# How long a leased batch is hidden from other workers: longer than any batch takes.
+LEASE = dt.timedelta(minutes=10)
+
+_notifier: Notifier | None = None
+
+
+def outbox_set_notifier(notifier: Notifier | None) -> None:
+    """Install (or remove) what is told, after commit, that urgent work was enqueued."""
+    global _notifier
+    _notifier = notifier
 
 
 def retry_delay(attempts: int, *, rng: random.Random | None = None) -> dt.timedelta:
@@ -26,9 +49,40 @@ def retry_delay(attempts: int, *, rng: random.Random | None = None) -> dt.timede
     return dt.timedelta(seconds=(rng or random).uniform(0, ceiling))
 
 
+def outbox_enqueue(
+    *,
+    group_id: str,
+    kind: str,
+    payload: dict[str, object],
+    priority: Priority = Priority.BULK,
+    consumers: tuple[Consumer, ...] = CONSUMERS,
+) -> list[OutboxJob]:
+    """Queue post-commit work in the caller's transaction, one job per consumer."""
+    now = timezone.now()
+    jobs = OutboxJob.objects.bulk_create(
+        [
+            OutboxJob(
+                group_id=group_id,
+                consumer=consumer,
+                priority=priority,
+                kind=kind,
+                payload=payload,
+                available_at=now,
+            )
+            for consumer in consumers
+        ]
+    )
+    if _notifier is not None and priority <= Priority.INTERACTIVE:
+        notify = _notifier
+        # After commit, or the woken worker would not see the jobs yet; a repeated
+        # wake-up only finds nothing to do.
+        transaction.on_commit(lambda: notify(priority), robust=True)
+    return jobs
+
+
 def _run(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:
     if handler is None:
-        error = f"no handler for job kind {job.kind!r}"
+        error = f"no handler for job kind {job.kind!r} of consumer {job.consumer!r}"
     else:
         try:
             with transaction.atomic():
@@ -45,40 +99,75 @@ def _run(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:
     if job.attempts >= max_attempts:
         job.status = OutboxJob.Status.DEAD
         logger.error(
-            "outbox job %s (%s) dead after %s attempts: %s", job.pk, job.kind, job.attempts, error
-        )
+            "outbox job %s (%s for %s) dead after %s attempts: %s",
+            job.pk, job.kind, job.consumer, job.attempts, error,
+        )  # fmt: skip
     else:
         job.available_at = timezone.now() + retry_delay(job.attempts)
     job.save(update_fields=["attempts", "last_error", "status", "available_at"])
     return "dead" if job.status == OutboxJob.Status.DEAD else "retry"
 
 
-@transaction.atomic
+def _context(principal: Principal | None) -> AbstractContextManager[object]:
+    """A transaction of its own under `principal`, or a savepoint in the caller's context."""
+    return rls.tenant_context(principal) if principal is not None else transaction.atomic()
+
+
+def _claim(
+    consumer: Consumer, limit: int, max_priority: Priority, principal: Principal | None
+) -> list[OutboxJob]:
+    """Lease the most urgent due jobs: locked FOR UPDATE SKIP LOCKED, pushed LEASE ahead."""
+    with _context(principal):
+        jobs = list(
+            OutboxJob.objects.select_for_update(skip_locked=True)
+            .filter(
+                consumer=consumer,
+                status=OutboxJob.Status.PENDING,
+                available_at__lte=timezone.now(),
+                priority__lte=max_priority,
+            )
+            .order_by("priority", "available_at", "pk")[:limit]
+        )
+        leased_until = timezone.now() + LEASE
+        OutboxJob.objects.filter(pk__in=[job.pk for job in jobs]).update(available_at=leased_until)
+    return jobs
+
+
 def outbox_process(
     *,
+    consumer: Consumer,
     handlers: Mapping[str, Handler],
     limit: int = 200,
+    max_priority: Priority = Priority.MAINTENANCE,
     max_attempts: int = MAX_ATTEMPTS,
     prepare: Callable[[list[OutboxJob]], None] | None = None,
+    principal: Principal | None = None,
 ) -> Counter[str]:
-    """Run up to `limit` due jobs visible to the current tenant context; counts by outcome.
+    """Run up to `limit` of the consumer's due jobs, most urgent first (priority, then age).
 
-    Jobs are locked FOR UPDATE SKIP LOCKED, so several workers share the queue without
-    running a job twice. `prepare` sees the whole batch first (e.g. to embed every text
-    in one model call); a failure there only costs the batching, never a job.
+    The batch is leased in a short transaction (FOR UPDATE SKIP LOCKED, then its
+    `available_at` moved LEASE ahead), so several workers (a bulk lane and an
+    interactive one) share the queue without running a job twice, and a worker that
+    dies only delays its batch by the lease. Each job then commits on its own: a bulk
+    batch never holds the index's locks for long, so an urgent job is not kept
+    waiting behind it. With `principal`, each step is a transaction under that tenant
+    context; without, each is a savepoint in the caller's (tests, shells).
+    `max_priority` lets the interactive lane take only urgent jobs. `prepare` sees the
+    whole batch first (e.g. to embed every text in one model call); a failure there
+    only costs the batching, never a job.
     """
-    jobs = list(
-        OutboxJob.objects.select_for_update(skip_locked=True)
-        .filter(status=OutboxJob.Status.PENDING, available_at__lte=timezone.now())
-        .order_by("available_at", "pk")[:limit]
-    )
+    jobs = _claim(consumer, limit, max_priority, principal)
     if prepare is not None and jobs:
         try:
-            with transaction.atomic():
+            with _context(principal):
                 prepare(jobs)
         except Exception:  # the jobs still run, one by one, and fail on their own
             logger.warning("outbox batch preparation failed", exc_info=True)
-    return Counter(_run(job, handlers.get(job.kind), max_attempts) for job in jobs)
+    outcomes: Counter[str] = Counter()
+    for job in jobs:
+        with _context(principal):
+            outcomes[_run(job, handlers.get(job.kind), max_attempts)] += 1
+    return outcomes
 
 
 @transaction.atomic
@@ -87,3 +176,26 @@ def outbox_retry(*, job_ids: list[int]) -> int:
     return OutboxJob.objects.filter(pk__in=job_ids, status=OutboxJob.Status.DEAD).update(
         status=OutboxJob.Status.PENDING, attempts=0, available_at=timezone.now(), last_error=""
     )
+
+
+def outbox_backlog() -> dict[str, dict[str, object]]:
+    """Per consumer: pending jobs (interactive and bulk), the oldest one's time, dead letters."""
+    rows = (
+        OutboxJob.objects.exclude(status=OutboxJob.Status.DONE)
+        .values("consumer")
+        .annotate(
+            pending=Count("pk", filter=Q(status=OutboxJob.Status.PENDING)),
+            urgent=Count(
+                "pk",
+                filter=Q(status=OutboxJob.Status.PENDING, priority__lte=Priority.INTERACTIVE),
+            ),
+            dead=Count("pk", filter=Q(status=OutboxJob.Status.DEAD)),
+            oldest=Min("created_at", filter=Q(status=OutboxJob.Status.PENDING)),
+        )
+    )
+    backlog: dict[str, dict[str, object]] = {
+        c.value: {"pending": 0, "urgent": 0, "dead": 0, "oldest": None} for c in CONSUMERS
+    }
+    for row in rows:
+        backlog[row.pop("consumer")] = row
+    return backlog

@@ -2,21 +2,27 @@
 
 Every decision checks the reviewer's role in the claim's scope, checks the version the
 reviewer saw (optimistic concurrency: a second reviewer gets a Conflict naming who
-decided), is audited, and publishes exactly as automatic publication does.
+decided), is audited, and publishes exactly as automatic publication does. A decision
+that publishes returns an `Outcome` saying what actually happened (published, what it
+superseded, or closed as a duplicate of a published claim): every entrypoint shows
+that message, never its own guess.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
 
+from curation.domain.outbox import Priority
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, Evidence, MergeCandidate
 from curation.services.claims import claim_publish, object_key
 from curation.services.entities import entity_merge, entity_resolve
+from curation.services.outbox import outbox_enqueue
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
@@ -35,6 +41,28 @@ class Conflict(Exception):
         who = claim.reviewed_by.get_username() if claim.reviewed_by else "the system"
         super().__init__(f"Already {claim.status.replace('_', ' ')} by {who}.")
         self.claim = claim
+
+
+class Result(enum.StrEnum):
+    """What publishing a reviewed item came to."""
+
+    PUBLISHED = "published"  # it is the live value now (and may have superseded others)
+    DUPLICATE = "duplicate"  # the value was already published: that claim absorbed it
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a publishing decision did: `message` is what the reviewer is shown, verbatim."""
+
+    claim: Claim  # the decided row
+    result: Result
+    live_id: int  # the published claim that now carries the value
+    superseded: tuple[int, ...]
+    message: str
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    return ", ".join(f"#{pk}" for pk in ids)
 
 
 @dataclass(frozen=True)
@@ -86,13 +114,16 @@ def _apply_edit(claim: Claim, edit: Edit) -> dict[str, object]:
     return before
 
 
-def _publish(claim: Claim, actor: Principal) -> Claim:
+def _publish(claim: Claim, actor: Principal, *, verb: str = "Published") -> Outcome:
     """Publish a reviewed claim; a value that is already published absorbs it instead."""
+    item = "proposal" if claim.status == ClaimStatus.PROPOSED else "claim"
     claim.verification = Verification.HUMAN_VERIFIED
     _decided(claim, actor)
-    live = claim_publish(claim)
+    live = claim_publish(claim, priority=Priority.INTERACTIVE)
     if live.pk == claim.pk:
-        return claim
+        superseded = tuple(claim.supersedes.order_by("pk").values_list("pk", flat=True))
+        message = f"{verb} #{claim.pk}" + (f"; superseded {_ids(superseded)}" if superseded else "")
+        return Outcome(claim, Result.PUBLISHED, claim.pk, superseded, message + ".")
     # The same value is already published: it gains this claim's evidence and the
     # reviewer's verification; this row is closed as a duplicate, not deleted.
     for evidence in claim.evidence.all():
@@ -104,28 +135,47 @@ def _publish(claim: Claim, actor: Principal) -> Claim:
         )  # fmt: skip
     live.verification = Verification.HUMAN_VERIFIED
     live.save(update_fields=["verification"])
+    # Verification is a ranking input: the index must learn it, and the graph the evidence.
+    outbox_enqueue(
+        group_id=live.group_id,
+        kind="claim.project",
+        payload={"claim_id": live.pk},
+        priority=Priority.INTERACTIVE,
+    )
     claim.status = ClaimStatus.REJECTED
     claim.status_reason = f"already published as #{live.pk}"
     claim.save()
-    return live
+    message = (
+        f"Already published as #{live.pk}: its evidence and your verification were added "
+        f"there; this {item} is closed as a duplicate."
+    )
+    return Outcome(claim, Result.DUPLICATE, live.pk, (), message)
+
+
+def _audited(outcome: Outcome) -> dict[str, object]:
+    return {"published_as": outcome.live_id, "result": outcome.result,
+            "superseded": list(outcome.superseded)}  # fmt: skip
 
 
 @transaction.atomic
 def review_approve(
     *, actor: Principal, claim_id: int, version: int, edit: Edit | None = None
-) -> Claim:
+) -> Outcome:
     """Approve a tier-3 claim (optionally edited first): it is published, human-verified."""
     claim = _load(actor, claim_id, version, ClaimStatus.PENDING_REVIEW)
     before = _apply_edit(claim, edit) if edit else None
-    live = _publish(claim, actor)
+    outcome = _publish(claim, actor, verb="Edited and published" if edit else "Published")
+    data = _audited(outcome)
+    if edit:
+        data["before"] = before
     audit_record(
         principal=actor,
         group_id=claim.group_id,
         action="review.edit_approve" if edit else "review.approve",
         target=("claim", claim.pk),
-        data={"before": before, "published_as": live.pk} if before else {"published_as": live.pk},
+        data=data,
     )
-    return claim
+    return outcome
 
 
 @transaction.atomic
@@ -153,18 +203,18 @@ def _close(claim: Claim, actor: Principal, reason: str, *, action: str) -> Claim
 
 
 @transaction.atomic
-def proposal_accept(*, actor: Principal, claim_id: int, version: int) -> Claim:
+def proposal_accept(*, actor: Principal, claim_id: int, version: int) -> Outcome:
     """Accept a tier-4 proposal: it is published exactly as an approval publishes."""
     claim = _load(actor, claim_id, version, ClaimStatus.PROPOSED)
-    live = _publish(claim, actor)
+    outcome = _publish(claim, actor)
     audit_record(
         principal=actor,
         group_id=claim.group_id,
         action="proposal.accept",
         target=("claim", claim.pk),
-        data={"published_as": live.pk},
+        data=_audited(outcome),
     )
-    return claim
+    return outcome
 
 
 @transaction.atomic
@@ -200,10 +250,11 @@ def candidate_decide(*, actor: Principal, candidate_id: int, merge: bool) -> Mer
 
 @dataclass(frozen=True)
 class BulkOutcome:
-    """What a bulk decision did, item by item."""
+    """What a bulk decision did, item by item: each decided item's message, and conflicts."""
 
     done: list[int]
     conflicts: dict[int, str]
+    messages: dict[int, str]
 
 
 def review_bulk(
@@ -214,14 +265,17 @@ def review_bulk(
         raise ValueError("say why the selected claims are rejected")
     done: list[int] = []
     conflicts: dict[int, str] = {}
+    messages: dict[int, str] = {}
     for claim_id, version in items:
         try:
             if approve:
-                review_approve(actor=actor, claim_id=claim_id, version=version)
+                outcome = review_approve(actor=actor, claim_id=claim_id, version=version)
+                messages[claim_id] = outcome.message
             else:
                 review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
+                messages[claim_id] = f"Rejected #{claim_id}."
         except Conflict as conflict:
             conflicts[claim_id] = str(conflict)
         else:
             done.append(claim_id)
-    return BulkOutcome(done=done, conflicts=conflicts)
+    return BulkOutcome(done=done, conflicts=conflicts, messages=messages)

@@ -77,24 +77,31 @@ def _version(request: HttpRequest) -> int:
         raise DjangoPermissionDenied("the form is missing the item's version") from None
 
 
+def _run(request: HttpRequest, claim_id: int, version: int, action: str) -> str:
+    """Run one decision and say what happened: a publishing decision's own message
+    (published, superseded, or closed as a duplicate), never a guess like "Accepted"."""
+    actor, post = request_principal(request), request.POST
+    if action in {"approve", "edit"}:
+        edit = review.Edit(post.get("fact_text", ""), post.get("object_text"))
+        return review.review_approve(
+            actor=actor, claim_id=claim_id, version=version, edit=edit if action == "edit" else None
+        ).message
+    if action == "accept":
+        return review.proposal_accept(actor=actor, claim_id=claim_id, version=version).message
+    reason = post.get("reason", "")
+    if action == "reject":
+        review.review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
+        return "Rejected"
+    review.proposal_decline(actor=actor, claim_id=claim_id, version=version, reason=reason)
+    return "Declined"
+
+
 def _decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
     if any("\x00" in value for value in request.POST.values()):
         return _decided(request, claim_id, "Text may not contain NUL characters.", status=400)
-    actor = request_principal(request)
     version = _version(request)
-    reason = request.POST.get("reason", "")
     try:
-        if action == "approve":
-            review.review_approve(actor=actor, claim_id=claim_id, version=version)
-        elif action == "edit":
-            edit = review.Edit(request.POST.get("fact_text", ""), request.POST.get("object_text"))
-            review.review_approve(actor=actor, claim_id=claim_id, version=version, edit=edit)
-        elif action == "reject":
-            review.review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
-        elif action == "accept":
-            review.proposal_accept(actor=actor, claim_id=claim_id, version=version)
-        else:
-            review.proposal_decline(actor=actor, claim_id=claim_id, version=version, reason=reason)
+        message = _run(request, claim_id, version, action)
     except Claim.DoesNotExist:
         raise Http404("No such claim.") from None
     except PermissionDenied as error:
@@ -103,9 +110,7 @@ def _decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
         return _decided(request, claim_id, str(conflict), status=409)
     except ValueError as error:
         return _decided(request, claim_id, str(error), status=400)
-    done = {"approve": "Approved", "edit": "Edited and approved", "reject": "Rejected",
-            "accept": "Accepted", "decline": "Declined"}[action]  # fmt: skip
-    return _decided(request, claim_id, done)
+    return _decided(request, claim_id, message)
 
 
 @login_required
@@ -167,6 +172,8 @@ def bulk_decide(request: HttpRequest) -> HttpResponse:
         return redirect(request.headers.get("Referer") or "/review/")
     verb = "Approved" if approve else "Rejected"
     messages.success(request, f"{verb} {len(outcome.done)} claim(s).")
+    for claim_id in outcome.done:
+        messages.info(request, outcome.messages[claim_id])
     for claim_id, why in outcome.conflicts.items():
         messages.warning(request, f"#{claim_id}: {why}")
     return redirect(request.headers.get("Referer") or "/review/")

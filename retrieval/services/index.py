@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -168,8 +169,16 @@ def index_job(job: OutboxJob, *, embedder: Embedder) -> None:
     index_claims(claim_ids=[int(job.payload["claim_id"])], embedder=embedder)
 
 
-def index_rebuild(*, embedder: Embedder, batch: int = 256) -> int:
-    """Re-index every claim visible to the tenant context (after a model change, a restore)."""
+def index_rebuild(
+    *,
+    embedder: Embedder,
+    batch: int = 256,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Re-index every claim visible to the tenant context (after a model change, a restore).
+
+    `on_progress(done, total)` hears after each batch how many claims have been through.
+    """
     ids = list(
         Claim.objects.filter(status__in=INDEXED_STATUSES)
         .order_by("pk")
@@ -177,5 +186,8 @@ def index_rebuild(*, embedder: Embedder, batch: int = 256) -> int:
     )
     done = 0
     for start in range(0, len(ids), batch):
-        done += index_claims(claim_ids=ids[start : start + batch], embedder=embedder)
+        chunk = ids[start : start + batch]
+        done += index_claims(claim_ids=chunk, embedder=embedder)
+        if on_progress is not None:
+            on_progress(start + len(chunk), len(ids))
     return done

@@ -116,6 +116,20 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", default=15 * 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Lanes: each queue has its own worker processes (`bin/vera run`, compose), so a review
+# decision never waits behind a bulk ingest or its projection. Unrouted tasks go to
+# maintenance.
+CELERY_TASK_DEFAULT_QUEUE = "maintenance"
+CELERY_TASK_ROUTES = {
+    "curation.process_urgent_outbox": {"queue": "interactive"},
+    "curation.process_outbox": {"queue": "projection"},
+    "curation.ingest_source": {"queue": "ingest"},
+    "curation.schedule_sources": {"queue": "maintenance"},
+    "vera.check_health": {"queue": "maintenance"},
+}
+VERA_LANES = ("interactive", "projection", "ingest", "maintenance")
+# Load the embedding model in each worker process at start, not on its first task.
+VERA_WORKER_WARM_EMBEDDER = env_bool("VERA_WORKER_WARM_EMBEDDER", default=True)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Beat's liveness: a cheap task every minute proves broker -> worker -> Postgres/Redis/graph.
     "vera-health-every-minute": {"task": "vera.check_health", "schedule": 60.0},
@@ -173,10 +187,38 @@ CELERY_BEAT_SCHEDULE["curation-schedule-sources"] = {
     "task": "curation.schedule_sources",
     "schedule": 60.0,
 }
-CELERY_BEAT_SCHEDULE["curation-process-outbox"] = {
+# Each outbox consumer drains on its own beat entry, so a slow or down graph never holds
+# up the search index (and the other way round).
+CELERY_BEAT_SCHEDULE["curation-project-graph"] = {
     "task": "curation.process_outbox",
     "schedule": 10.0,
+    "kwargs": {"consumer": "graph"},
+    # A tick not started within its period is dropped: a busy lane needs no backlog of them.
+    "options": {"expires": 10.0},
 }
+CELERY_BEAT_SCHEDULE["curation-project-index"] = {
+    "task": "curation.process_outbox",
+    "schedule": 10.0,
+    "kwargs": {"consumer": "index"},
+    "options": {"expires": 10.0},
+}
+# The interactive lane also sweeps on a timer, in case a wake-up was lost with a broker.
+CELERY_BEAT_SCHEDULE["curation-project-urgent"] = {
+    "task": "curation.process_urgent_outbox",
+    "schedule": 30.0,
+    "options": {"expires": 30.0},
+}
+
+# --- Sources: what a tenant-configured source may reach --------------------------------
+# Sources are a trust boundary: a workspace admin configures them, the worker runs them
+# with this server's environment, network and disk. Checked on save and on every run.
+# token_env may only name variables starting with this prefix (never DATABASE_URL & co).
+VERA_SOURCES__TOKEN_ENV_PREFIX = env_str("VERA_SOURCES__TOKEN_ENV_PREFIX", "VERA_SOURCE_SECRET_")
+# Hosts HTTP connectors may reach: names, `*.example.com` patterns, CIDR ranges. A name
+# resolving into loopback/private/link-local/... space also needs that range listed.
+VERA_SOURCES__ALLOWED_HOSTS = env_list("VERA_SOURCES__ALLOWED_HOSTS", default=[])
+# Absolute folders file connectors (markdown root, cmdb path) may read below.
+VERA_SOURCES__FILE_ROOTS = env_list("VERA_SOURCES__FILE_ROOTS", default=[])
 
 # --- Auth -------------------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [

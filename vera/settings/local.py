@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("VERA_MEMORY__GRAPH_BACKEND", "falkordb")
 
 from .base import *  # noqa: F403
+from .base import BASE_DIR
 from .env import env_bool, env_list, env_str
 
 DEBUG = env_bool("DJANGO_DEBUG", default=True)
@@ -18,3 +20,13 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhos
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+
+# Sources may reach the loopback servers and local folders a developer works with.
+VERA_SOURCES__ALLOWED_HOSTS = env_list(
+    "VERA_SOURCES__ALLOWED_HOSTS", default=["127.0.0.0/8", "localhost", "::1"]
+)
+# Not the checkout itself: `.devservices/` below it holds the servers' role passwords.
+VERA_SOURCES__FILE_ROOTS = env_list(
+    "VERA_SOURCES__FILE_ROOTS",
+    default=[tempfile.gettempdir(), str(BASE_DIR / "var" / "sources")],
+)

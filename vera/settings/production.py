@@ -6,7 +6,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F403
 from .base import ALLOWED_HOSTS, SECRET_KEY
-from .env import env_bool, env_int
+from .env import env_bool, env_int, env_list
 
 if not SECRET_KEY or SECRET_KEY.startswith("django-insecure"):
     raise ImproperlyConfigured("Set DJANGO_SECRET_KEY to a long random value in production.")
@@ -29,3 +29,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+
+# Sources reach nothing until the operator lists it (README: "Sources are a trust boundary").
+VERA_SOURCES__ALLOWED_HOSTS = env_list("VERA_SOURCES__ALLOWED_HOSTS", default=[])
+VERA_SOURCES__FILE_ROOTS = env_list("VERA_SOURCES__FILE_ROOTS", default=[])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("VERA_MEMORY__GRAPH_BACKEND", "falkordb")
 os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_test")
@@ -20,7 +21,7 @@ if "DATABASE_URL" not in os.environ:
 
 from .base import *  # noqa: F403
 from .base import BASE_DIR, DATABASES
-from .env import env_str
+from .env import env_list, env_str
 
 SECRET_KEY = "django-insecure-test-only"  # noqa: S105
 DEBUG = False
@@ -47,3 +48,10 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 # Two suites on one server (e.g. parallel runs) each need their own test database.
 DATABASES["default"]["TEST"] = {"NAME": env_str("VERA_TEST_DB_NAME", "test_vera")}
+
+# The fake upstreams listen on loopback and test folders live under the temp dir
+# (pytest's tmp_path); tests of the policy override these to narrow them.
+VERA_SOURCES__ALLOWED_HOSTS = env_list(
+    "VERA_SOURCES__ALLOWED_HOSTS", default=["127.0.0.0/8", "localhost", "::1"]
+)
+VERA_SOURCES__FILE_ROOTS = env_list("VERA_SOURCES__FILE_ROOTS", default=[tempfile.gettempdir()])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from curation.adapters.connectors.confluence import ConfluenceConnector
 from curation.adapters.connectors.jira import JiraConnector
 from curation.adapters.connectors.markdown import MarkdownFolderConnector
 from curation.adapters.connectors.slack import SlackConnector
+from curation.domain.source_policy import SourcePolicy, source_refusal
 from curation.ports import Connector
 
 __all__ = [
@@ -39,41 +41,42 @@ def _options(config: Config, *names: str) -> dict[str, Any]:
     return {name: config[name] for name in names if name in config}
 
 
-def _markdown(config: Config, _: str) -> Connector:
+def _markdown(config: Config, _: str, policy: SourcePolicy) -> Connector:
     options = _options(config, "max_bytes", "page_size", "base_url")
     if "patterns" in config:
         options["patterns"] = tuple(config["patterns"])
-    return MarkdownFolderConnector(Path(config["root"]), **options)
+    return MarkdownFolderConnector(Path(config["root"]), policy=policy, **options)
 
 
-def _cmdb(config: Config, _: str) -> Connector:
-    return CmdbExportConnector(Path(config["path"]), **_options(config, "id_field", "page_size"))
+def _cmdb(config: Config, _: str, policy: SourcePolicy) -> Connector:
+    options = _options(config, "id_field", "page_size")
+    return CmdbExportConnector(Path(config["path"]), policy=policy, **options)
 
 
-def _confluence(config: Config, token: str) -> Connector:
+def _confluence(config: Config, token: str, policy: SourcePolicy) -> Connector:
     options = _options(config, "space", "page_size")
     if "timezone" in config:
         options["query_tz"] = _zone(config["timezone"])
-    return ConfluenceConnector(config["base_url"], token=token, **options)
+    return ConfluenceConnector(config["base_url"], token=token, policy=policy, **options)
 
 
-def _jira(config: Config, token: str) -> Connector:
+def _jira(config: Config, token: str, policy: SourcePolicy) -> Connector:
     options = _options(config, "jql", "page_size")
     if "timezone" in config:
         options["query_tz"] = _zone(config["timezone"])
-    return JiraConnector(config["base_url"], token=token, **options)
+    return JiraConnector(config["base_url"], token=token, policy=policy, **options)
 
 
-def _slack(config: Config, token: str) -> Connector:
+def _slack(config: Config, token: str, policy: SourcePolicy) -> Connector:
     options = _options(config, "base_url", "page_size")
-    return SlackConnector(token=token, channel=config["channel"], **options)
+    return SlackConnector(token=token, channel=config["channel"], policy=policy, **options)
 
 
 @dataclass(frozen=True)
 class _Kind:
     """How to build one kind of connector and which config keys it takes (key -> type)."""
 
-    build: Callable[[Config, str], Connector]
+    build: Callable[[Config, str, SourcePolicy], Connector]
     required: Mapping[str, type | tuple[type, ...]]
     optional: Mapping[str, type | tuple[type, ...]]
     needs_token: bool
@@ -120,12 +123,20 @@ def _checked(kind: str, spec: _Kind, config: Config) -> None:
             raise ValueError(f"the {kind} config key {key!r} has the wrong type: {value!r}")
 
 
-def build_connector(kind: str, config: Config, *, secret: str | None) -> Connector:
-    """The connector of `kind` configured by `config`; `secret` is the API token if it needs one."""
+def build_connector(
+    kind: str, config: Config, *, secret: str | None, policy: SourcePolicy
+) -> Connector:
+    """The connector of `kind` configured by `config`, confined to what `policy` allows.
+
+    `secret` is the API token if the kind needs one. The policy is checked here, before
+    anything is reached, and again by the connector at every connection or file read.
+    """
     spec = _KINDS.get(kind)
     if spec is None:
         raise ValueError(f"unknown connector kind {kind!r}; expected one of: {', '.join(_KINDS)}")
     _checked(kind, spec, config)
+    if reason := source_refusal(kind, config, policy, resolve=os.path.realpath):
+        raise ValueError(reason)
     if spec.needs_token and not secret:
         raise ValueError(f"the {kind} connector needs a token (secret) and none was given")
-    return spec.build(config, secret or "")
+    return spec.build(config, secret or "", policy)

@@ -4,7 +4,8 @@ The cursor is the SHA-256 of the file: an unchanged export yields nothing. Every
 but the last carries the cursor the run started from, so an interrupted run reads the
 whole file again rather than claiming rows it never yielded. The file is read once and
 parsed before anything is yielded, so a file that is rewritten during a run, or that
-does not parse, never produces half a run.
+does not parse, never produces half a run. With a SourcePolicy the file, symlinks
+resolved, must lie within an allowed file root, and the resolved path is what is read.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
+from curation.domain.source_policy import SourcePolicy, file_refusal
 
 Item = SourceRecord | RecordFailure
 
@@ -133,10 +136,18 @@ class CmdbExportConnector:
 
     kind = "cmdb"
 
-    def __init__(self, path: Path, *, id_field: str = "id", page_size: int = 1000) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        id_field: str = "id",
+        page_size: int = 1000,
+        policy: SourcePolicy | None = None,
+    ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self._path = Path(path).expanduser()
+        self._policy = policy
         self._id_field = id_field
         self._page_size = page_size
 
@@ -158,9 +169,19 @@ class CmdbExportConnector:
                 items=items[start : start + self._page_size], cursor=digest if last else cursor
             )
 
+    def _checked_path(self) -> Path:
+        """The export with symlinks resolved; ConnectorError if it is outside the policy."""
+        if self._policy is None:
+            return self._path
+        roots = self._policy.file_roots
+        if reason := file_refusal(str(self._path), roots, resolve=os.path.realpath):
+            raise ConnectorError(reason)
+        return Path(os.path.realpath(self._path))
+
     def _read(self) -> bytes:
+        path = self._checked_path()
         try:
-            return self._path.read_bytes()
+            return path.read_bytes()
         except FileNotFoundError:
             raise ConnectorError(f"the export {self._path} does not exist") from None
         except OSError as exc:

@@ -1,4 +1,10 @@
-"""JSON over HTTP for connectors: per-request timeouts, jittered retries, Retry-After."""
+"""JSON over HTTP for connectors: per-request timeouts, jittered retries, Retry-After.
+
+With a SourcePolicy, every request (each redirect hop too) must name an allowed host, and
+every connection goes to an address checked after resolution: the name is resolved
+here, each address is checked, and the socket connects to that very address, so a DNS
+answer cannot change between the check and the connect.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import email.utils
 import logging
 import math
 import random
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -14,9 +21,11 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
 from curation.domain.errors import ConnectorError
+from curation.domain.source_policy import HostRules, SourcePolicy, address_refusal, host_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +86,94 @@ def describe_url(url: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
+def resolve_host(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to for a TCP connection, in the resolver's order."""
+    try:
+        answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        # Transient as far as we know: httpcore's ConnectError is retried with backoff.
+        raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from None
+    return list(dict.fromkeys(str(answer[4][0]) for answer in answers))
+
+
+class GuardedBackend(httpcore.SyncBackend):
+    """httpcore's socket backend, connecting only to addresses the allow-list admits."""
+
+    def __init__(
+        self, rules: HostRules, *, resolve: Callable[[str, int], list[str]] = resolve_host
+    ) -> None:
+        self._rules = rules
+        self._resolve = resolve
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
+        """Resolve `host`, refuse if any address is not allowed, connect to a checked one."""
+        if reason := host_refusal(host, self._rules):
+            raise ConnectorError(f"connection to {host} refused: {reason}")
+        addresses = self._resolve(host, port)
+        # One refused answer refuses them all: a mixed answer is how rebinding starts.
+        for address in addresses:
+            if reason := address_refusal(host, address, self._rules):
+                raise ConnectorError(f"connection to {host} refused: {reason}")
+        failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
+        for address in addresses:
+            try:
+                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+        raise failure or httpcore.ConnectError(f"{host} resolved to no address")
+
+
+class GuardedTransport(httpx.HTTPTransport):
+    """httpx's transport over a GuardedBackend (no proxies: they would resolve names for us)."""
+
+    def __init__(self, rules: HostRules) -> None:
+        super().__init__()
+        # HTTPTransport takes no network backend, so its pool is rebuilt around ours.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=100,  # httpx's default limits
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            network_backend=GuardedBackend(rules),
+        )
+
+
+def _hop_guard(rules: HostRules) -> Callable[[httpx.Request], None]:
+    """An httpx request hook refusing any request (each redirect hop) to a host not allowed."""
+
+    def check(request: httpx.Request) -> None:
+        host = request.url.raw_host.decode("ascii")
+        if reason := host_refusal(host, rules):
+            raise ConnectorError(f"GET {describe_url(str(request.url))}: {reason}")
+
+    return check
+
+
+def _client(timeout: httpx.Timeout, policy: SourcePolicy | None) -> httpx.Client:
+    """One pooled client; with a policy, guarded at every hop and every connection."""
+    options: dict[str, Any] = {
+        "timeout": timeout,
+        "follow_redirects": True,
+        "headers": {"Accept": "application/json", "User-Agent": "vera-connector/1"},
+    }
+    if policy is None:
+        return httpx.Client(**options)
+    # trust_env=False: no proxy from the environment, no credentials from ~/.netrc.
+    return httpx.Client(
+        **options,
+        transport=GuardedTransport(policy.hosts),
+        trust_env=False,
+        event_hooks={"request": [_hop_guard(policy.hosts)]},
+    )
+
+
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -97,6 +194,8 @@ class ResilientHttp:
 
     Credentials travel only in the per-call `headers`; no message this class builds or
     logs includes headers or query strings, so a token cannot leak through an error.
+    With a `source_policy`, only allowed hosts and addresses are reached (module docstring);
+    without one (tests, and code that builds its own URLs) nothing is checked.
     """
 
     def __init__(
@@ -108,6 +207,7 @@ class ResilientHttp:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         clock: Callable[[], dt.datetime] = _utcnow,
+        source_policy: SourcePolicy | None = None,
     ) -> None:
         self._policy = policy or RetryPolicy()
         self._sleep = sleep
@@ -115,10 +215,8 @@ class ResilientHttp:
         self._rng = rng or random.Random()  # noqa: S311
         self._clock = clock
         # httpx drops the Authorization header itself when a redirect leaves the origin.
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(read_timeout_s, connect=connect_timeout_s),
-            follow_redirects=True,
-            headers={"Accept": "application/json", "User-Agent": "vera-connector/1"},
+        self._client = _client(
+            httpx.Timeout(read_timeout_s, connect=connect_timeout_s), source_policy
         )
 
     def get_json(
@@ -227,9 +325,9 @@ class OwnsHttp:
     _http: ResilientHttp
     _owns_http: bool
 
-    def _use_http(self, http: ResilientHttp | None) -> None:
+    def _use_http(self, http: ResilientHttp | None, policy: SourcePolicy | None = None) -> None:
         self._owns_http = http is None
-        self._http = http or ResilientHttp()
+        self._http = http or ResilientHttp(source_policy=policy)
 
     def close(self) -> None:
         """Release the HTTP client if this connector created it."""

@@ -15,6 +15,7 @@ from curation.adapters.connectors.timefeed import (
 )
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
+from curation.domain.source_policy import SourcePolicy
 
 _SEARCH = "/rest/api/2/search"
 _FIELDS = (
@@ -45,6 +46,7 @@ class JiraConnector(OwnsHttp):
         page_size: int = 50,
         http: ResilientHttp | None = None,
         query_tz: dt.tzinfo = dt.UTC,
+        policy: SourcePolicy | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -54,7 +56,7 @@ class JiraConnector(OwnsHttp):
         self._headers = {"Authorization": f"Bearer {token}"}
         self._filter = jql.strip()
         self._page_size = page_size
-        self._use_http(http)
+        self._use_http(http, policy)
         self._query_tz = query_tz
 
     def __repr__(self) -> str:

@@ -4,6 +4,9 @@ In a git work tree the cursor is the HEAD commit: a run with a cursor fetches th
 added or modified between it and HEAD. Only committed files are seen, and their content
 is read from the work tree, which is expected to be a clean checkout.
 
+With a SourcePolicy the folder, symlinks resolved, must lie within an allowed file root
+(else the run fails), and a file whose symlinks lead out of the folder is a failure.
+
 Elsewhere the cursor is the greatest mtime fetched, in nanoseconds. It never passes
 "now minus `settle_s`", so a file written during a scan, in the same clock tick as the
 newest one, or with a future mtime is fetched again next time rather than never. Copies
@@ -24,6 +27,7 @@ from urllib.parse import quote
 from curation.adapters.connectors.git_tree import GitTree
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
+from curation.domain.source_policy import SourcePolicy, file_refusal
 
 DEFAULT_PATTERNS = ("**/*.md", "**/*.markdown", "**/*.txt")
 _MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -89,10 +93,13 @@ class MarkdownFolderConnector:
         base_url: str | None = None,
         settle_s: float = 2.0,
         clock_ns: Callable[[], int] = time.time_ns,
+        policy: SourcePolicy | None = None,
     ) -> None:
         if page_size < 1 or max_bytes < 1:
             raise ValueError("page_size and max_bytes must be at least 1")
         self._root = Path(root).expanduser().absolute()
+        self._real_root = self._root  # symlinks resolved, once pages() has checked it
+        self._policy = policy
         self._patterns = [glob_regex(pattern) for pattern in patterns]
         self._max_bytes = max_bytes
         self._page_size = page_size
@@ -105,6 +112,8 @@ class MarkdownFolderConnector:
 
     def pages(self, *, cursor: str | None) -> Iterator[FetchPage]:
         """Yield pages of changed files: by git commit in a work tree, by mtime elsewhere."""
+        # Before anything touches the disk: whether a refused path exists is not to be told.
+        self._real_root = self._checked_root()
         if not self._root.is_dir():
             raise ConnectorError(f"the folder {self._root} does not exist or is not a folder")
         tree = GitTree.open(self._root)
@@ -112,6 +121,14 @@ class MarkdownFolderConnector:
             yield from self._git_pages(tree, cursor)
         else:
             yield from self._mtime_pages(cursor)
+
+    def _checked_root(self) -> Path:
+        """The folder with symlinks resolved; ConnectorError if it is outside the policy."""
+        if self._policy is not None:
+            roots = self._policy.file_roots
+            if reason := file_refusal(str(self._root), roots, resolve=os.path.realpath):
+                raise ConnectorError(reason)
+        return Path(os.path.realpath(self._root))
 
     def _matches(self, relative: str) -> bool:
         return any(pattern.match(relative) for pattern in self._patterns)
@@ -189,8 +206,9 @@ class MarkdownFolderConnector:
         """The file as a record, or a failure saying why it cannot be one."""
         path = self._root / relative
         try:
-            if not path.resolve().is_relative_to(self._root.resolve()):
-                return self._failure(relative, "symlink points outside the folder")
+            # Checked against the root resolved at the start of the run, not re-resolved now.
+            if not Path(os.path.realpath(path)).is_relative_to(self._real_root):
+                return self._failure(relative, f"symlink points outside the folder: {path}")
             info = path.stat()
             if not stat.S_ISREG(info.st_mode):
                 return self._failure(relative, "not a regular file")

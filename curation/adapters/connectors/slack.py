@@ -26,6 +26,7 @@ from typing import Any
 from curation.adapters.connectors.http import OwnsHttp, ResilientHttp
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
+from curation.domain.source_policy import SLACK_BASE_URL, SourcePolicy
 
 _TS = re.compile(r"^\d{1,12}\.\d{1,9}$")
 _ERROR_CODE = re.compile(r"^[a-z0-9_]{1,64}$")
@@ -64,9 +65,10 @@ class SlackConnector(OwnsHttp):
         *,
         token: str,
         channel: str,
-        base_url: str = "https://slack.com/api",
+        base_url: str = SLACK_BASE_URL,
         page_size: int = 200,
         http: ResilientHttp | None = None,
+        policy: SourcePolicy | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -76,7 +78,7 @@ class SlackConnector(OwnsHttp):
         self._channel = channel
         self._url = base_url.rstrip("/") + "/conversations.history"
         self._page_size = page_size
-        self._use_http(http)
+        self._use_http(http, policy)
 
     def __repr__(self) -> str:
         return f"SlackConnector(channel={self._channel!r})"

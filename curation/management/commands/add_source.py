@@ -12,12 +12,16 @@ from curation.models import CONNECTOR_KINDS
 from curation.services.sources import source_create
 from tenants.domain.access import Principal
 from tenants.management.tenant_command import TenantCommand
+from tenants.services.scopes import PermissionDenied
 
 
 class Command(TenantCommand):
     """`add_source --group w:... --name docs --kind markdown --tier 1 --config JSON`."""
 
-    help = "Create a source; its secret stays in the environment variable named by --token-env."
+    help = (
+        "Create a source through the same checks as the API (allow-listed hosts, file roots, "
+        "and a --token-env with the operator's prefix); its secret stays in that variable."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         super().add_arguments(parser)
@@ -50,6 +54,6 @@ class Command(TenantCommand):
                 token_env=options["token_env"],
                 schedule_seconds=options["schedule"],
             )
-        except (ValueError, PermissionError) as error:
+        except (ValueError, PermissionDenied) as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"source {source.pk} {source.name!r} created in {group_id}")

@@ -8,12 +8,27 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from curation.domain.progress import Cadence, ProgressReporter
 from curation.models import Source
+from curation.services.ingest import IngestReport
 from curation.tasks import ingest_now
 from tenants import rls
 from tenants.selectors import principal_system
 
 PATH_KEYS = {"markdown": "root", "cmdb": "path"}
+
+
+def reporter_for(command: BaseCommand, *, unit: str, every: float | None) -> ProgressReporter:
+    """A bar when the command writes to a terminal, a line every `every` seconds otherwise."""
+    out = command.stdout
+
+    def write(text: str) -> None:
+        out.write(text, ending="")
+        out.flush()
+
+    tty = out.isatty()
+    cadence = Cadence(seconds=every) if every is not None and not tty else None
+    return ProgressReporter(write=write, tty=tty, unit=unit, cadence=cadence)
 
 
 class Command(BaseCommand):
@@ -24,6 +39,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("source", help="source id or name")
         parser.add_argument("--path", help="read this folder/file instead of the configured one")
+        parser.add_argument(
+            "--progress-every",
+            type=float,
+            metavar="SECONDS",
+            help="when not on a terminal, print a progress line this often (default 10)",
+        )
 
     def _source(self, ident: str) -> Source:
         with rls.tenant_context(principal_system("operator")):
@@ -36,6 +57,22 @@ class Command(BaseCommand):
             raise CommandError(f"{len(matches)} sources match {ident!r}; use the id")
         return matches[0]
 
+    def _ingest(self, source: Source, progress: ProgressReporter) -> IngestReport:
+        """The worker's run (`ingest_now`), with a progress callback on every page."""
+
+        def on_progress(report: IngestReport) -> None:
+            progress.update(
+                report.records,
+                counts={
+                    "new": report.new,
+                    "unchanged": report.unchanged,
+                    "failed": report.failed,
+                    "pages": report.pages,
+                },
+            )
+
+        return ingest_now(source_id=source.pk, group_id=source.group_id, on_progress=on_progress)
+
     def handle(self, *args: Any, **options: Any) -> None:
         source = self._source(options["source"])
         if options["path"]:
@@ -46,13 +83,17 @@ class Command(BaseCommand):
                 Source.objects.filter(pk=source.pk).update(
                     config={**source.config, key: options["path"]}
                 )
+                source.refresh_from_db()
         started = time.perf_counter()
-        report = ingest_now(source_id=source.pk, group_id=source.group_id)
+        progress = reporter_for(self, unit="records", every=options["progress_every"])
+        report = self._ingest(source, progress)
+        progress.finish()
         elapsed = time.perf_counter() - started
         claims = ", ".join(f"{k} {v}" for k, v in sorted(report.claims.items())) or "none"
         self.stdout.write(
             f"source {source.pk}: {report.new} new, {report.unchanged} unchanged, "
-            f"{report.failed} failed episodes; claims: {claims}; {elapsed:.1f} s"
+            f"{report.failed} failed episodes in {report.pages} pages; claims: {claims}; "
+            f"{elapsed:.1f} s"
         )
         for external_id, reason in report.failures[:20]:
             self.stdout.write(f"  failed {external_id}: {reason}")

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from curation.management.commands.ingest import reporter_for
 from retrieval import bootstrap
 from retrieval.models import GroupEmbedding, SearchDocument
 from retrieval.services.index import index_rebuild
@@ -24,13 +25,21 @@ class Command(BaseCommand):
             action="store_true",
             help="drop the group's index and model pin first (required to change models)",
         )
+        parser.add_argument(
+            "--progress-every",
+            type=float,
+            metavar="SECONDS",
+            help="when not on a terminal, print a progress line this often (default 10)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         embedder = bootstrap.providers().embedder()
         principal = principal_system("reindex", group_ids=options["group"])
+        progress = reporter_for(self, unit="claims", every=options["progress_every"])
         with rls.tenant_context(principal):
             if options["reset_model"]:
                 SearchDocument.objects.all().delete()
                 GroupEmbedding.objects.all().delete()
-            count = index_rebuild(embedder=embedder)
+            count = index_rebuild(embedder=embedder, on_progress=progress.update)
+        progress.finish()
         self.stdout.write(f"indexed {count} claims with {embedder.model} ({embedder.dimension})")

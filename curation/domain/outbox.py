@@ -1,0 +1,36 @@
+"""Outbox vocabulary: who consumes a job, how urgent it is, and which lane runs what (pure)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Consumer(enum.StrEnum):
+    """An independent projection of the outbox: each has its own jobs, progress and dead letters.
+
+    One change writes one job per consumer in the same transaction, so the graph being
+    down never holds up the search index, and the other way round.
+    """
+
+    GRAPH = "graph"
+    INDEX = "index"
+
+
+class Priority(enum.IntEnum):
+    """Lower runs first: a reviewer's decision never waits behind a bulk ingest."""
+
+    INTERACTIVE = 0
+    BULK = 10
+    MAINTENANCE = 20
+
+
+class Lane(enum.StrEnum):
+    """Celery queues, each with its own worker processes."""
+
+    INTERACTIVE = "interactive"  # review decisions, merges, feedback and their projection
+    PROJECTION = "projection"  # the outbox consumers, bulk
+    INGEST = "ingest"  # connector runs
+    MAINTENANCE = "maintenance"  # scheduler, health, nightly jobs
+
+
+CONSUMERS: tuple[Consumer, ...] = tuple(Consumer)
