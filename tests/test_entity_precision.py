@@ -196,6 +196,24 @@ def test_a_viewer_cannot_unlink(ws: Tenant) -> None:
         alias_unlink(actor=ws.principal(ws.viewer), alias_id=alias.pk)
 
 
+def test_the_admin_unlinks_an_alias_through_the_service(ws: Tenant, client: Client) -> None:
+    original = _resolve(ws, "payments-gateway-service").entity
+    _resolve(ws, "payments-gateway-servce")
+    alias = EntityAlias.objects.get(alias="payments-gateway-servce")
+    ws.admin.is_staff = ws.admin.is_superuser = True
+    ws.admin.save()
+    client.force_login(ws.admin)
+    response = client.post(
+        "/admin/curation/entityalias/",
+        {"action": "unlink_selected", "_selected_action": [alias.pk]},
+        follow=True,
+    )
+    alias.refresh_from_db()
+    shown = [str(message) for message in get_messages(response.wsgi_request)]
+    assert shown == [f"payments-gateway-servce is an entity of its own now (#{alias.entity_id})"]
+    assert (alias.entity_id != original.pk, alias.method) == (True, "review")
+
+
 # --- re-projection ----------------------------------------------------------------------
 
 
@@ -220,6 +238,32 @@ def test_a_merge_and_its_undoing_reproject_the_published_claims(
         assert _urgent_projections(claim) == 1
         entity_unmerge(actor=actor, entity_id=claim.object_entity_id)
         assert _urgent_projections(claim) == 2
+
+
+def test_after_a_merge_the_graph_edge_and_the_index_follow_the_survivor(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    from curation import bootstrap
+    from retrieval.models import SearchDocument
+
+    _ingest(tenant_a, tmp_path, RUNBOOK, tier=1)
+    process_outbox()
+    actor = tenant_a.principal(tenant_a.reviewer)
+    with rls.tenant_context(actor):
+        claim = Claim.objects.get(predicate="RUNS_ON")
+        survivor = Entity.objects.create(
+            group_id=claim.group_id, canonical_name="Payments service", entity_type="thing"
+        )
+        entity_merge(actor=actor, entity_id=claim.subject_id, into_id=survivor.pk)
+    process_outbox()
+    graph = bootstrap.providers().graph()
+    edges = graph._graph.query(  # type: ignore[attr-defined]
+        "MATCH (s)-[r:CLAIM]->() WHERE r.claim_id = $id RETURN s.key", {"id": claim.pk}
+    ).result_set
+    assert [row[0] for row in edges] == [f"e:{survivor.pk}"]
+    with rls.tenant_context(actor):
+        document = SearchDocument.objects.get(claim_id=claim.pk)
+    assert document.subject_name == "Payments service"
 
 
 # --- the two-reviewer story -------------------------------------------------------------

@@ -21,6 +21,7 @@ from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
 from curation.domain.outbox import Consumer
+from curation.domain.source_policy import token_env_refusal
 from curation.models import OutboxJob, Source
 from curation.ports import (
     ContradictionJudge,
@@ -33,6 +34,7 @@ from curation.ports import (
 from curation.services import projection
 from curation.services.ingest import Pipeline
 from curation.services.outbox import Handler
+from curation.services.sources import source_policy
 from retrieval.domain.ranking import Weights
 from retrieval.ports import Reranker, Reranking
 from retrieval.services.index import index_job, index_prepare
@@ -114,9 +116,6 @@ def source_secret(source: Source) -> str | None:
     The name is checked against the operator's prefix again here: a row written around
     the services (forged, or older than the rule) must not send DATABASE_URL anywhere.
     """
-    from curation.domain.source_policy import token_env_refusal
-    from curation.services.sources import source_policy
-
     prefix = source_policy().token_env_prefix
     if reason := token_env_refusal(source.token_env, prefix=prefix):
         raise ValueError(reason)
@@ -299,8 +298,6 @@ class CurationProviders:
     """curation.bootstrap.Providers, built from settings."""
 
     def pipeline_for(self, source: Source) -> Pipeline:
-        from curation.services.sources import source_policy
-
         # The secret is checked and read first: a refused name fails the run before any
         # connector exists. The policy includes what an operator granted this source.
         secret = source_secret(source)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from curation.domain.graph import GraphEdge
 
+# An edge whose ends changed (an entity merge re-points a claim) is dropped first, so a
+# claim is always exactly one edge, between the nodes it is about now.
 UPSERT = """
+OPTIONAL MATCH (:Node)-[old:CLAIM {claim_id: $claim_id}]->(:Node)
+WHERE old IS NOT NULL AND NOT (startNode(old).key = $s_key AND endNode(old).key = $o_key)
+DELETE old
+WITH count(*) AS dropped
 MERGE (s:Node {key: $s_key}) SET s.name = $s_name, s.kind = $s_kind, s.group_id = $group_id
 MERGE (o:Node {key: $o_key}) SET o.name = $o_name, o.kind = $o_kind, o.group_id = $group_id
 MERGE (s)-[r:CLAIM {claim_id: $claim_id}]->(o)

@@ -146,4 +146,10 @@ def claim_record(
         end=end,
         snippet=new.snippet,
     )
+    if recorded is not claim:
+        # A re-confirmation: the live claim gained a citation (its graph edge lists its
+        # episodes, its index text its snippets), so both projections are refreshed.
+        outbox_enqueue(
+            group_id=recorded.group_id, kind="claim.project", payload={"claim_id": recorded.pk}
+        )
     return recorded

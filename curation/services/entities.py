@@ -72,15 +72,22 @@ def canonical(entity: Entity) -> Entity:
     return entity
 
 
-def _add_alias(
-    entity: Entity, name: str, norm: str, *, vector: list[float] | None = None,
-    model: str = "", method: str, score: float | None = None,
-) -> None:  # fmt: skip
+@dataclass(frozen=True)
+class _Name:
+    """The name being resolved: as written, its matching key, and its vector if embedded."""
+
+    text: str
+    norm: str
+    vector: list[float] | None = None
+    model: str = ""
+
+
+def _add_alias(entity: Entity, name: _Name, *, method: str, score: float | None = None) -> None:
     EntityAlias.objects.get_or_create(
         group_id=entity.group_id,
-        alias_norm=norm,
-        defaults={"entity": entity, "alias": name, "embedding": vector, "embedding_model": model,
-                  "method": method, "score": score},
+        alias_norm=name.norm,
+        defaults={"entity": entity, "alias": name.text, "embedding": name.vector,
+                  "embedding_model": name.model, "method": method, "score": score},
     )  # fmt: skip
 
 
@@ -143,11 +150,8 @@ def _judged(
     return None
 
 
-def _link(
-    match: _Match, entity: Entity, name: str, norm: str, vector: list[float] | None, model: str,
-    *, method: str,
-) -> Resolution:  # fmt: skip
-    _add_alias(entity, name, norm, vector=vector, model=model, method=method, score=match.score)
+def _link(name: _Name, match: _Match, entity: Entity, *, method: str) -> Resolution:
+    _add_alias(entity, name, method=method, score=match.score)
     return Resolution(entity, method, match.score)
 
 
@@ -175,20 +179,20 @@ def entity_resolve(
         return Resolution(canonical(found.entity), "exact", 1.0)
     fuzzy = _fuzzy(group_id, name, norm, entity_type)
     if link := next((m for m in fuzzy if m.links(FUZZY_LINK)), None):
-        return _link(link, canonical(link.alias.entity), name, norm, None, "", method="fuzzy")
+        # No vector: a spelling variant adds nothing the semantic step could use.
+        return _link(_Name(name, norm), link, canonical(link.alias.entity), method="fuzzy")
     vector = embedder.embed([name])[0] if embedder else None
-    model = embedder.model if embedder else ""
-    semantic = _semantic(group_id, name, entity_type, vector, model) if vector else []
+    embedded = _Name(name, norm, vector, embedder.model if embedder else "")
+    semantic = _semantic(group_id, name, entity_type, vector, embedded.model) if vector else []
     if link := next((m for m in semantic if m.links(SEMANTIC_LINK)), None):
-        entity = canonical(link.alias.entity)
-        return _link(link, entity, name, norm, vector, model, method="semantic")
+        return _link(embedded, link, canonical(link.alias.entity), method="semantic")
     nearest = _nearest([*fuzzy, *semantic])
     if judge is not None and (confirmed := _judged(judge, name, entity_type, nearest)):
-        return _link(*confirmed, name, norm, vector, model, method="judge")
+        return _link(embedded, *confirmed, method="judge")
     entity = Entity.objects.create(
         group_id=group_id, canonical_name=name.strip(), entity_type=entity_type
     )
-    _add_alias(entity, name, norm, vector=vector, model=model, method="new")
+    _add_alias(entity, embedded, method="new")
     _propose_merges(entity, nearest, judged=judge is not None)
     return Resolution(entity, "new")
 
@@ -338,7 +342,11 @@ def alias_unlink(*, actor: Principal, alias_id: int) -> Unlinked:
     link (the only ones that can have come in under it) are returned and audited, for a
     reviewer to check and correct with an edit.
     """
-    alias = EntityAlias.objects.select_for_update().select_related("entity").get(pk=alias_id)
+    alias = (
+        EntityAlias.objects.select_for_update(of=("self",))
+        .select_related("entity")
+        .get(pk=alias_id)
+    )
     if not actor.can(Role.REVIEWER, alias.group_id):
         raise PermissionDenied("unlinking an alias needs the reviewer role")
     previous = alias.entity

@@ -6,19 +6,20 @@ from curation.domain.graph import GraphEdge, GraphNode
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
 from curation.ports import GraphProjection
+from curation.services.entities import canonical
 
 
 def graph_edge(claim: Claim) -> GraphEdge:
-    """A published claim as a graph edge between its entity nodes."""
-    subject = GraphNode(
-        f"e:{claim.subject_id}", claim.subject.canonical_name, claim.subject.entity_type
-    )
+    """A published claim as a graph edge between its entity nodes (after merges).
+
+    Merges only point an entity at its survivor, so the edge follows the pointers: a
+    merge re-projects the claims it touches and their edges meet at the survivor.
+    """
+    about = canonical(claim.subject)
+    subject = GraphNode(f"e:{about.pk}", about.canonical_name, about.entity_type)
     if claim.object_entity is not None:
-        obj = GraphNode(
-            f"e:{claim.object_entity_id}",
-            claim.object_entity.canonical_name,
-            claim.object_entity.entity_type,
-        )
+        target = canonical(claim.object_entity)
+        obj = GraphNode(f"e:{target.pk}", target.canonical_name, target.entity_type)
     else:
         obj = GraphNode(f"v:{claim.pk}", (claim.object_literal or "")[:500], "value")
     return GraphEdge(

@@ -11,6 +11,7 @@ from django.utils import timezone
 from curation.domain.tiers import VERIFICATION_SCORE, ClaimStatus, Verification
 from curation.models import Claim, OutboxJob
 from curation.ports import Embedder
+from curation.services.entities import canonical
 from retrieval.domain import lexical
 from retrieval.models import GroupEmbedding, SearchDocument
 
@@ -52,7 +53,7 @@ def document_text(claim: Claim) -> str:
     The subject's name comes first unless the fact already says it: a passage of a
     document is searchable by the document's title, as a reader would find it.
     """
-    subject = claim.subject.canonical_name
+    subject = _subject_name(claim)
     parts = (
         [claim.fact_text]
         if subject.casefold() in claim.fact_text.casefold()
@@ -62,6 +63,11 @@ def document_text(claim: Claim) -> str:
         if evidence.snippet and evidence.snippet not in parts:
             parts.append(evidence.snippet)
     return "\n".join(parts)[:MAX_TEXT]
+
+
+def _subject_name(claim: Claim) -> str:
+    """The name of what the claim is about, after merges (a merge re-indexes its claims)."""
+    return canonical(claim.subject).canonical_name
 
 
 def group_embedding_pin(*, group_id: str, embedder: Embedder) -> GroupEmbedding:
@@ -129,7 +135,7 @@ def _document(claim: Claim, text: str, vector: list[float], embedder: Embedder) 
         embedding_model=embedder.model,
         status=claim.status,
         predicate=claim.predicate,
-        subject_name=claim.subject.canonical_name[:300],
+        subject_name=_subject_name(claim)[:300],
         source_id=claim.source_id,
         tier=claim.tier,
         authority=claim.authority,
