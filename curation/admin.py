@@ -298,10 +298,11 @@ class MergeCandidateAdmin(WrittenByServices, admin.ModelAdmin):
 
 @admin.register(OutboxJob)
 class OutboxJobAdmin(WrittenByServices, admin.ModelAdmin):
-    """The outbox, dead letters included; retry puts dead jobs back in the queue."""
+    """The outbox per consumer, dead letters included; retry puts dead jobs back in the queue."""
 
-    list_display = ["pk", "kind", "status", "attempts", "available_at", "created_at", "done_at"]
-    list_filter = ["status", "kind"]
+    list_display = ["pk", "consumer", "kind", "priority", "status", "attempts", "available_at",
+                    "created_at", "done_at"]  # fmt: skip
+    list_filter = ["consumer", "status", "priority", "kind"]
     search_fields = ["last_error"]
     readonly_fields = [f.name for f in OutboxJob._meta.fields]
     actions = ["retry_dead_jobs"]

@@ -56,3 +56,16 @@ def make_tenant(name: str) -> Tenant:
         membership_grant(user_id=user.pk, scope_id=workspace.pk, role=role)
         people[role] = user
     return Tenant(org, workspace, people[Role.ADMIN], people[Role.REVIEWER], people[Role.VIEWER])
+
+
+def markdown_source(tenant: Tenant, root: object, *, tier: int, name: str = "docs") -> int:
+    """A Markdown source over `root` created by the tenant's admin; returns its id."""
+    from curation.services.sources import source_create
+
+    principal = tenant.principal(tenant.admin)
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=tenant.workspace.group_id, name=name, kind="markdown",
+            config={"root": str(root)}, trust_tier=tier,
+        )  # fmt: skip
+    return source.pk

@@ -16,10 +16,9 @@ from curation import bootstrap
 from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
-from curation.services.sources import source_create
 from curation.tasks import ingest_now, process_outbox
 from tenants import rls
-from tests.tenancy import Tenant
+from tests.tenancy import Tenant, markdown_source
 from vera.devservices import falkordb_binaries
 
 pytestmark = pytest.mark.django_db
@@ -88,14 +87,10 @@ def test_search_indexing_goes_on_while_the_graph_is_down_and_the_graph_catches_u
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "pay.md").write_text("# Payments\n\nThe payments-api runs on k8s-prod-7.\n")
+    source_id = markdown_source(tenant_a, docs, tier=1)
     principal = tenant_a.principal(tenant_a.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant_a.workspace.group_id, name="docs", kind="markdown",
-            config={"root": str(docs)}, trust_tier=1,
-        )  # fmt: skip
     graph_server.stop()
-    ingest_now(source_id=source.pk, group_id=source.group_id)
+    ingest_now(source_id=source_id, group_id=tenant_a.workspace.group_id)
     with rls.tenant_context(principal):
         published = Claim.objects.filter(status=ClaimStatus.PUBLISHED).count()
 

@@ -14,11 +14,10 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
 from curation.services import review
 from curation.services.outbox import outbox_backlog
-from curation.services.sources import source_create
 from curation.tasks import ingest_now, process_outbox
 from retrieval.models import SearchDocument
 from tenants import rls
-from tests.tenancy import Tenant
+from tests.tenancy import Tenant, markdown_source
 from tests.workers import celery_worker
 
 BULK_JOBS = 3000
@@ -26,14 +25,9 @@ EARLIER = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # older than the decision: FIF
 
 
 def _source(tenant: Tenant, root: Path, *, tier: int, name: str) -> int:
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name=name, kind="markdown",
-            config={"root": str(root)}, trust_tier=tier,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=source.group_id)
-    return source.pk
+    source_id = markdown_source(tenant, root, tier=tier, name=name)
+    ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
+    return source_id
 
 
 def _bulk_backlog(tenant: Tenant, claim_ids: list[int]) -> None:
