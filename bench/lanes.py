@@ -70,6 +70,7 @@ def main() -> int:
     setup_django()
     import dj_database_url
     from django.db import connections
+    from django.db.models import Count
 
     from curation.domain.outbox import Consumer, Priority
     from curation.domain.tiers import ClaimStatus
@@ -154,10 +155,16 @@ def main() -> int:
         elapsed = time.monotonic() - started
         with rls.tenant_context(principal):
             episodes = bulk.episodes.count()
-            indexed = SearchDocument.objects.count()
+            done = dict(
+                OutboxJob.objects.filter(status="done", priority=Priority.BULK)
+                .values("consumer")
+                .annotate(n=Count("pk"))
+                .values_list("consumer", "n")
+            )
     print(f"embedder             {args.embedder}")
-    print(f"bulk corpus          {total} documents; {episodes} ingested and {indexed} claims "
-          f"indexed after {elapsed:.0f} s")  # fmt: skip
+    print(f"bulk corpus          {total} documents; {episodes} ingested in {elapsed:.0f} s; "
+          f"bulk jobs done: index {done.get('index', 0)}, "
+          f"graph {done.get('graph', 0)}")  # fmt: skip
     median = statistics.median(backlogs)
     print(f"approvals            {len(latencies)}; bulk index backlog at approval: "
           f"min {min(backlogs)}, median {median:.0f}, max {max(backlogs)}")  # fmt: skip
