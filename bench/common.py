@@ -25,7 +25,7 @@ def db_name() -> str:
 
 def _service_env() -> dict[str, str]:
     out = subprocess.run(
-        [sys.executable, "-m", "vera.devservices", "start", "--profile", "test", "--print-env"],
+        [sys.executable, "-m", "devtools.services", "start", "--profile", "test", "--print-env"],
         cwd=ROOT, check=True, capture_output=True, text=True,
     )  # fmt: skip
     env = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -68,6 +69,15 @@ def main() -> int:
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
     os.environ.setdefault("VERA_SOURCES__FILE_ROOTS", tempfile.gettempdir())
     setup_django()
+    # Its own broker database: the beat and worker messages of a bench run must never
+    # reach the test suite's workers on the same Redis.
+    from django.conf import settings
+
+    broker = re.sub(r"(/\d+)?$", "/7", settings.CELERY_BROKER_URL, count=1)
+    os.environ["CELERY_BROKER_URL"] = os.environ["CELERY_RESULT_BACKEND"] = broker
+    from vera.celery import app
+
+    app.conf.broker_url = app.conf.result_backend = broker
     import dj_database_url
     from django.db import connections
     from django.db.models import Count

@@ -120,8 +120,9 @@ def main() -> int:
     from curation.models import Evidence
     from retrieval import bootstrap
     from retrieval.domain import ranking
-    from retrieval.services import search as search_service
-    from retrieval.services.search import Query, search, stage1
+    from retrieval.domain.query import Query
+    from retrieval.services.search import search, stage1
+    from retrieval.services.search import sql as search_service
     from tenants import rls
     from tenants.selectors import principal_system
 

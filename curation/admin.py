@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -35,16 +35,16 @@ from tenants.middleware import request_principal
 from tenants.models import Scope
 from tenants.services.scopes import PermissionDenied
 
-SOURCE_NEW = ["name", "group_id", "kind", "config", "token_env", "trust_tier", "schedule_seconds"]
-SOURCE_SETTINGS = ["name", "config", "token_env", "trust_tier", "schedule_seconds", "enabled"]
+SOURCE_NEW = ("name", "group_id", "kind", "config", "token_env", "trust_tier", "schedule_seconds")
+SOURCE_SETTINGS = ("name", "config", "token_env", "trust_tier", "schedule_seconds", "enabled")
 # Set by runs, by the operator (reach) or once at creation (scope, kind): shown, never posted.
-SOURCE_STATE = [
+SOURCE_STATE = (
     *("group_id", "origin_group_id", "kind", "reach", "cursor", "run_progress", "outbox_lanes"),
     *("last_run_at", "last_run_status", "last_error", "created_at"),
-]
+)
 
 
-class SourceForm(forms.ModelForm):
+class SourceForm(forms.ModelForm[Source]):
     """Saved by `source_create` / `source_update` as the last step of its validation.
 
     The services decide (role, allow-lists, secret-like keys); asking them inside
@@ -89,7 +89,7 @@ class SourceForm(forms.ModelForm):
 
 
 @admin.register(Source)
-class SourceAdmin(admin.ModelAdmin):
+class SourceAdmin(admin.ModelAdmin[Source]):
     """Sources: settings saved through the source use cases; run state shown, never edited."""
 
     form = SourceForm
@@ -98,17 +98,22 @@ class SourceAdmin(admin.ModelAdmin):
     list_filter = ["kind", "trust_tier", "enabled", "last_run_status"]
     search_fields = ["name", "group_id"]
 
-    def get_fields(self, request: HttpRequest, obj: Source | None = None) -> list[str]:
-        return SOURCE_NEW if obj is None else [*SOURCE_SETTINGS, *SOURCE_STATE]
+    def get_fields(self, request: HttpRequest, obj: Source | None = None) -> tuple[str, ...]:
+        return SOURCE_NEW if obj is None else (*SOURCE_SETTINGS, *SOURCE_STATE)
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Source | None = None) -> list[str]:
-        return [] if obj is None else SOURCE_STATE
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Source | None = None
+    ) -> tuple[str, ...]:
+        return () if obj is None else SOURCE_STATE
 
     def get_form(
         self, request: HttpRequest, obj: Source | None = None, change: bool = False, **kwargs: Any
-    ) -> type[forms.ModelForm]:
+    ) -> type[forms.ModelForm[Source]]:
         form = super().get_form(request, obj, change=change, **kwargs)
-        return type(form.__name__, (form,), {"actor": request_principal(request)})
+        # A subclass of `form` (a SourceForm) bound to this request's actor; mypy types a
+        # three-argument type() as plain `type`.
+        bound = type(form.__name__, (form,), {"actor": request_principal(request)})
+        return cast("type[forms.ModelForm[Source]]", bound)
 
     def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
         """Nothing left to do: SourceForm saved through the services while validating."""
@@ -131,7 +136,7 @@ class SourceAdmin(admin.ModelAdmin):
 
 
 @admin.register(Episode)
-class EpisodeAdmin(WrittenByServices, admin.ModelAdmin):
+class EpisodeAdmin(WrittenByServices, admin.ModelAdmin[Episode]):
     """Episodes are immutable records; only ingestion changes their processing status."""
 
     list_display = ["external_id", "source", "status", "claims_count", "size", "fetched_at"]
@@ -149,7 +154,7 @@ class EpisodeAdmin(WrittenByServices, admin.ModelAdmin):
         )
 
 
-class EvidenceInline(WrittenByServices, admin.TabularInline):
+class EvidenceInline(WrittenByServices, admin.TabularInline[Evidence, Claim]):
     model = Evidence
     extra = 0
     readonly_fields = ["episode", "start", "end", "snippet"]
@@ -157,7 +162,7 @@ class EvidenceInline(WrittenByServices, admin.TabularInline):
 
 
 @admin.register(Claim)
-class ClaimAdmin(WrittenByServices, admin.ModelAdmin):
+class ClaimAdmin(WrittenByServices, admin.ModelAdmin[Claim]):
     """Claims change only through review (actions here, the review queue, the API)."""
 
     list_display = ["__str__", "status", "tier", "confidence", "valid_from", "valid_to", "source"]
@@ -206,23 +211,25 @@ class ClaimAdmin(WrittenByServices, admin.ModelAdmin):
             self.message_user(request, outcome.message)
 
 
-class AliasInline(WrittenByServices, admin.TabularInline):
+class AliasInline(WrittenByServices, admin.TabularInline[EntityAlias, Entity]):
     """Surface forms are linked by entity resolution: a hand-typed alias has no norm."""
 
     model = EntityAlias
     extra = 0
-    fields = ["alias", "alias_norm", "method", "score", "created_at"]
+    fields = ("alias", "alias_norm", "method", "score", "created_at")
     readonly_fields = fields
 
 
 @admin.register(EntityAlias)
-class EntityAliasAdmin(WrittenByServices, admin.ModelAdmin):
+class EntityAliasAdmin(WrittenByServices, admin.ModelAdmin[EntityAlias]):
     """Surface forms and how each was linked (method, score); an automatic link can be undone."""
 
     list_display = ["alias", "entity", "method", "score", "created_at"]
     list_filter = ["method"]
     search_fields = ["alias", "alias_norm"]
-    fields = ["alias", "alias_norm", "entity", "method", "score", "embedding_model", "created_at"]
+    fields = (
+        "alias", "alias_norm", "entity", "method", "score", "embedding_model", "created_at",
+    )  # fmt: skip
     readonly_fields = fields
     actions = ["unlink_selected"]
 
@@ -244,7 +251,7 @@ class EntityAliasAdmin(WrittenByServices, admin.ModelAdmin):
 
 
 @admin.register(Entity)
-class EntityAdmin(WrittenByServices, admin.ModelAdmin):
+class EntityAdmin(WrittenByServices, admin.ModelAdmin[Entity]):
     """Entities come from resolution; merges are decided on merge candidates, undone here."""
 
     list_display = ["canonical_name", "entity_type", "merged_into", "group_id"]
@@ -267,7 +274,7 @@ class EntityAdmin(WrittenByServices, admin.ModelAdmin):
 
 
 @admin.register(MergeCandidate)
-class MergeCandidateAdmin(WrittenByServices, admin.ModelAdmin):
+class MergeCandidateAdmin(WrittenByServices, admin.ModelAdmin[MergeCandidate]):
     """Possible duplicates; decided by the actions, through `candidate_decide` (audited)."""
 
     list_display = ["entity", "candidate", "method", "score", "status", "created_at"]
@@ -297,7 +304,7 @@ class MergeCandidateAdmin(WrittenByServices, admin.ModelAdmin):
 
 
 @admin.register(OutboxJob)
-class OutboxJobAdmin(WrittenByServices, admin.ModelAdmin):
+class OutboxJobAdmin(WrittenByServices, admin.ModelAdmin[OutboxJob]):
     """The outbox per consumer, dead letters included; retry puts dead jobs back in the queue."""
 
     list_display = ["pk", "consumer", "kind", "priority", "status", "attempts", "available_at",

@@ -5,6 +5,8 @@ Every table carries `group_id` and is under forced row-level security (migration
 
 from __future__ import annotations
 
+import enum
+
 import pgtrigger
 from django.conf import settings
 from django.contrib.postgres.indexes import GistIndex
@@ -15,12 +17,14 @@ from pgvector.django import VectorField
 
 from curation.domain.outbox import Consumer, Priority
 from curation.domain.records import PREDICATE_PATTERN
+from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import ClaimStatus, Tier, Verification
 
-CONNECTOR_KINDS = ["markdown", "cmdb", "confluence", "jira", "slack"]
+# The values of ConnectorKind, in its order (what the choices and the constraint hold).
+CONNECTOR_KINDS = [kind.value for kind in ConnectorKind]
 
 
-def _choices(enum_type: type) -> list[tuple[str, str]]:
+def _choices(enum_type: type[enum.StrEnum]) -> list[tuple[str, str]]:
     return [(member.value, member.name.replace("_", " ").lower()) for member in enum_type]
 
 

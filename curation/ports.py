@@ -73,8 +73,12 @@ class ObjectStore(Protocol):
 class Embedder(Protocol):
     """Text -> vectors of a fixed model and dimension."""
 
-    model: str
-    dimension: int
+    # Read-only: a decorator (ResilientEmbedder) may pass its inner embedder's through.
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order."""

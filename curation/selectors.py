@@ -6,7 +6,9 @@ import datetime as dt
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
+from curation.domain.params import ClaimFilters
 from curation.domain.tiers import ClaimStatus
+from curation.domain.validity import EVER_VALID, VALID_NOW
 from curation.models import Claim, Evidence, MergeCandidate, Source
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -18,23 +20,46 @@ def claim_history(*, claim_id: int) -> list[Claim]:
     if claim is None:
         return []
     return list(
-        Claim.objects.filter(subject_id=claim.subject_id, predicate=claim.predicate)
-        .exclude(
-            status__in=[ClaimStatus.PENDING_REVIEW, ClaimStatus.PROPOSED, ClaimStatus.REJECTED]
+        Claim.objects.filter(
+            subject_id=claim.subject_id, predicate=claim.predicate, status__in=sorted(EVER_VALID)
         )
         .union(Claim.objects.filter(pk=claim_id))
         .order_by("valid_from", "pk")
     )
 
 
-def claims_valid(*, as_of: dt.datetime | None = None) -> QuerySet[Claim]:
-    """Published claims now, or the revisions that were valid at `as_of`."""
+def _valid_at(as_of: dt.datetime | None) -> Q:
+    """`curation.domain.validity.valid_at` as a filter on claims (None: now)."""
     if as_of is None:
-        return Claim.objects.filter(status=ClaimStatus.PUBLISHED)
-    return Claim.objects.filter(
-        Q(valid_to__isnull=True) | Q(valid_to__gt=as_of),
-        status__in=[ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED],
-        valid_from__lte=as_of,
+        return Q(status=VALID_NOW)
+    return Q(status__in=sorted(EVER_VALID), valid_from__lte=as_of) & (
+        Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)
+    )
+
+
+def claims_valid(*, as_of: dt.datetime | None = None) -> QuerySet[Claim]:
+    """Published claims now, or the revisions that were valid at `as_of` (retracted too)."""
+    return Claim.objects.filter(_valid_at(as_of))
+
+
+def claims_filtered(*, filters: ClaimFilters) -> QuerySet[Claim]:
+    """The claims list: one status, else what was valid at `as_of`; then the other filters."""
+    if filters.status is not None:
+        queryset = Claim.objects.filter(status=filters.status)
+    else:
+        queryset = claims_valid(as_of=filters.as_of)
+    if filters.predicate is not None:
+        queryset = queryset.filter(predicate=filters.predicate)
+    if filters.subject is not None:
+        queryset = queryset.filter(subject__canonical_name__iexact=filters.subject)
+    if filters.source is not None:
+        queryset = queryset.filter(source_id=filters.source)
+    if filters.tier is not None:
+        queryset = queryset.filter(tier=filters.tier)
+    return (
+        queryset.select_related("subject", "object_entity")
+        .prefetch_related("evidence__episode__source")
+        .order_by("-valid_from", "-pk")
     )
 
 
@@ -92,6 +117,7 @@ def attach_current_values(claims: list[Claim]) -> list[Claim]:
         )
         current = {(subject_id, predicate): fact for subject_id, predicate, fact in rows}
     for claim in claims:
+        # An attribute for the queue template only, not a field of Claim.
         claim.current_fact = current.get((claim.subject_id, claim.predicate))  # type: ignore[attr-defined]
     return claims
 

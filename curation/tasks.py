@@ -7,7 +7,6 @@ import logging
 import time
 from collections.abc import Callable
 
-from celery import shared_task
 from django.utils import timezone
 
 from curation import bootstrap
@@ -17,6 +16,7 @@ from curation.services.ingest import IngestReport, source_ingest, source_run_fin
 from curation.services.outbox import outbox_process
 from tenants import rls
 from tenants.selectors import principal_system
+from tenants.tasks import task
 
 logger = logging.getLogger(__name__)
 OUTBOX_BATCHES_PER_RUN = 20
@@ -47,7 +47,7 @@ def ingest_now(
     )
 
 
-@shared_task(name="curation.ingest_source", acks_late=True)
+@task(name="curation.ingest_source", acks_late=True)
 def ingest_source(*, source_id: int, group_id: str) -> dict[str, object]:
     """Ingest one source from its cursor."""
     report = ingest_now(source_id=source_id, group_id=group_id)
@@ -61,7 +61,7 @@ def ingest_source(*, source_id: int, group_id: str) -> dict[str, object]:
     }
 
 
-@shared_task(name="curation.schedule_sources")
+@task(name="curation.schedule_sources")
 def schedule_sources() -> int:
     """Enqueue every enabled source whose schedule is due (beat runs this every minute)."""
     now = timezone.now()
@@ -106,7 +106,7 @@ def _drain(
     return totals
 
 
-@shared_task(name="curation.process_outbox")
+@task(name="curation.process_outbox")
 def process_outbox(*, consumer: str | None = None) -> dict[str, int]:
     """Bulk lane: run the due outbox jobs of one consumer (or each in turn), urgent first."""
     consumers = [Consumer(consumer)] if consumer else list(CONSUMERS)
@@ -119,7 +119,7 @@ def process_outbox(*, consumer: str | None = None) -> dict[str, int]:
     return totals
 
 
-@shared_task(name="curation.process_urgent_outbox")
+@task(name="curation.process_urgent_outbox")
 def process_urgent_outbox() -> dict[str, int]:
     """Interactive lane: project a reviewer's decision now, whatever bulk work is queued."""
     totals: dict[str, int] = {}

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 
 from retrieval.models import Feedback, GroupEmbedding, SearchDocument, SearchHit
 from tenants.admin import WrittenByServices
 
 
-class ReadOnlyAdmin(WrittenByServices, admin.ModelAdmin):
+class ReadOnlyAdmin(WrittenByServices, admin.ModelAdmin[Any]):
     """Projections and logs are written by the system, never edited or deleted by hand.
 
     The index is rebuilt with `search_reindex`; the logs feed ranking and calibration.

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
 from curation.ports import Embedder
+from retrieval.domain.query import Query
 from retrieval.domain.ranking import Weights
+from retrieval.domain.results import Result
 from retrieval.ports import Reranking
+
+
+class Search(Protocol):
+    """Search with the configured embedder, weights and reranker bound: what entrypoints call."""
+
+    def __call__(self, *, query: Query, now: dt.datetime, user_id: int | None = None) -> Result: ...
 
 
 class Providers(Protocol):
@@ -19,6 +28,8 @@ class Providers(Protocol):
     def weights(self) -> Weights: ...
 
     def reranking(self) -> Reranking | None: ...
+
+    def search(self) -> Search: ...
 
 
 _installed: Providers | None = None
@@ -33,3 +44,8 @@ def providers() -> Providers:
     if _installed is None:
         raise ImproperlyConfigured("the composition root has not installed retrieval's providers")
     return _installed
+
+
+def search() -> Search:
+    """The read path's one search function (the API, the portal, later the MCP server)."""
+    return providers().search()

@@ -9,6 +9,7 @@ actions call the use cases.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
@@ -39,7 +40,7 @@ class WrittenByServices:
 
 
 def apply_each(
-    model_admin: admin.ModelAdmin,
+    model_admin: admin.ModelAdmin[Any],
     request: HttpRequest,
     ids: Iterable[int],
     use_case: Callable[[int], object],
@@ -65,17 +66,17 @@ def apply_each(
         )
 
 
-class MembershipInline(WrittenByServices, admin.TabularInline):
+class MembershipInline(WrittenByServices, admin.TabularInline[Membership, Scope]):
     """Roles are granted by `membership_grant`, which checks the granter and audits."""
 
     model = Membership
     extra = 0
-    fields = ["user", "role", "created_at"]
+    fields = ("user", "role", "created_at")
     readonly_fields = fields
 
 
 @admin.register(Scope)
-class ScopeAdmin(admin.ModelAdmin):
+class ScopeAdmin(admin.ModelAdmin[Scope]):
     """Scopes: only the name is editable; group id, kind and parent decide who sees what."""
 
     list_display = ["name", "kind", "group_id", "parent", "created_at"]
@@ -92,7 +93,7 @@ class ScopeAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(WrittenByServices, admin.ModelAdmin):
+class MembershipAdmin(WrittenByServices, admin.ModelAdmin[Membership]):
     """Who holds which role where; granted through `membership_grant` (audited)."""
 
     list_display = ["user", "scope", "role", "created_at"]
@@ -101,7 +102,7 @@ class MembershipAdmin(WrittenByServices, admin.ModelAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(WrittenByServices, admin.ModelAdmin):
+class ApiKeyAdmin(WrittenByServices, admin.ModelAdmin[ApiKey]):
     """Keys by public prefix only; neither the secret nor its hash is ever shown.
 
     Issued through the key pages or the API, which show the secret once; never deleted
@@ -112,8 +113,10 @@ class ApiKeyAdmin(WrittenByServices, admin.ModelAdmin):
                     "last_used_at", "revoked_at"]  # fmt: skip
     list_filter = ["role_ceiling", "revoked_at"]
     search_fields = ["name", "prefix", "owner__username"]
-    fields = ["name", "display", "owner", "scope", "group_id", "role_ceiling", "created_by",
-              "created_at", "expires_at", "last_used_at", "revoked_at", "rotated_from"]  # fmt: skip
+    fields = (
+        "name", "display", "owner", "scope", "group_id", "role_ceiling", "created_by",
+        "created_at", "expires_at", "last_used_at", "revoked_at", "rotated_from",
+    )  # fmt: skip
     readonly_fields = fields
     actions = ["revoke_selected"]
 
@@ -130,7 +133,7 @@ class ApiKeyAdmin(WrittenByServices, admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(WrittenByServices, admin.ModelAdmin):
+class AuditEventAdmin(WrittenByServices, admin.ModelAdmin[AuditEvent]):
     """The append-only trail, read-only."""
 
     list_display = ["created_at", "actor_label", "action", "target_type", "target_id", "group_id"]

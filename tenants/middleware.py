@@ -14,7 +14,7 @@ from tenants.selectors import principal_for_user
 
 def tenant_exempt(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Mark a view that must answer without a database transaction (e.g. /healthz)."""
-    view.tenant_exempt = True  # type: ignore[attr-defined]
+    view.tenant_exempt = True  # type: ignore[attr-defined]  # a marker, as csrf_exempt sets
     return view
 
 
@@ -29,7 +29,7 @@ def _exempt(request: HttpRequest) -> bool:
 def request_principal(request: HttpRequest) -> Principal:
     """The session user's principal, computed once per request."""
     cached = getattr(request, "_vera_principal", None)
-    if cached is not None:
+    if isinstance(cached, Principal):
         return cached
     user = request.user
     principal = (
@@ -37,7 +37,7 @@ def request_principal(request: HttpRequest) -> Principal:
         if user.is_authenticated
         else ANONYMOUS
     )
-    request._vera_principal = principal  # type: ignore[attr-defined]
+    request._vera_principal = principal  # type: ignore[attr-defined]  # a per-request cache
     return principal
 
 

@@ -1,10 +1,12 @@
-"""Celery plumbing for tenant-scoped work: every task body runs under RLS."""
+"""Celery plumbing: a typed task decorator, and the base for tenant-scoped work under RLS."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, cast
 
-from celery import Task
+from celery import Task, shared_task
+from celery.result import AsyncResult
 
 from tenants import rls
 from tenants.domain.access import Principal
@@ -12,7 +14,28 @@ from tenants.domain.scopes import Role
 from tenants.models import Scope
 
 
-class TenantTask(Task):  # type: ignore[misc]
+class TaskFunction[**P, R](Protocol):
+    """A task as its callers see it: the body, callable in-process, and how to enqueue it."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+
+    def delay(self, *args: P.args, **kwargs: P.kwargs) -> AsyncResult: ...
+
+    def apply_async(
+        self,
+        args: Sequence[object] | None = None,
+        kwargs: Mapping[str, object] | None = None,
+        **options: Any,
+    ) -> AsyncResult: ...
+
+
+def task[**P, R](*, name: str, **options: Any) -> Callable[[Callable[P, R]], TaskFunction[P, R]]:
+    """Celery's `shared_task`, keeping the body's signature so `delay(...)` is type-checked."""
+    # Celery ships no type hints: shared_task's decorator is Any to mypy.
+    return cast("Callable[[Callable[P, R]], TaskFunction[P, R]]", shared_task(name=name, **options))
+
+
+class TenantTask(Task):  # type: ignore[misc]  # celery ships no type hints: Task is Any
     """Base for tasks over tenant data: takes `group_ids=[...]` and runs inside them.
 
     The caller passes the groups it acts for (captured when it enqueues); unknown

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from vera.devservices import Postgres, Profile, Redis, ServiceError
+from devtools.common import Profile, ServiceError
+from devtools.postgres import Postgres, pg_bin
+from devtools.redis_falkordb import Redis
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,7 +116,5 @@ def test_find_python_names_what_it_looked_for_when_none_is_found(tmp_path: Path)
 
 
 def _server_major() -> str:
-    from vera.devservices import pg_bin
-
     out = subprocess.run([pg_bin("postgres"), "--version"], capture_output=True, text=True)
     return out.stdout.split()[-1].split(".")[0]

@@ -26,6 +26,7 @@ import pytest
 import voyageai
 import voyageai.error
 
+from kernel.resilience import BreakerState, CircuitBreaker, CircuitOpen
 from retrieval.adapters.embedders import (
     CachedEmbedder,
     EmbeddingError,
@@ -34,7 +35,6 @@ from retrieval.adapters.embedders import (
     ResilientEmbedder,
     VoyageEmbedder,
 )
-from retrieval.domain.resilience import BreakerState, CircuitBreaker, CircuitOpen
 
 API_KEY = "sk-test-not-a-real-key"
 

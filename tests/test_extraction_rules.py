@@ -253,7 +253,7 @@ def test_long_paragraph_split_between_sentences_when_over_limit() -> None:
 
 def test_list_items_split_between_lines_when_list_is_over_limit() -> None:
     text = "- alpha item\n- beta item\n- gamma item"
-    assert [c.object_literal for c in _passages(text, max_chars=26)] == [
+    assert [text[start:end] for start, end in passage_spans(text, max_chars=26)] == [
         "- alpha item\n- beta item",
         "- gamma item",
     ]
@@ -295,24 +295,30 @@ _SEPARATOR = st.sampled_from([" ", "  ", "\n", "\n\n", "\n \n", ". ", "! ", "\t"
 
 @given(text=st.text(), max_chars=st.integers(min_value=1, max_value=60))
 def test_passages_cover_all_text_in_order_when_given_any_text(text: str, max_chars: int) -> None:
-    passages = _passages(text, max_chars=max_chars)
-    assert "".join("".join((p.object_literal or "").split()) for p in passages) == "".join(
+    spans = passage_spans(text, max_chars=max_chars)
+    assert "".join("".join(text[start:end].split()) for start, end in spans) == "".join(
         text.split()
     )
 
 
 @given(text=st.text(), max_chars=st.integers(min_value=1, max_value=60))
 def test_every_passage_fits_when_given_any_text(text: str, max_chars: int) -> None:
-    assert all(
-        len(p.object_literal or "") <= max_chars for p in _passages(text, max_chars=max_chars)
-    )
-
-
-@given(text=st.text(), max_chars=st.integers(min_value=1, max_value=60))
-def test_spans_point_at_passage_text_when_given_any_text(text: str, max_chars: int) -> None:
     for passage in _passages(text, max_chars=max_chars):
         assert passage.span is not None
-        assert text[passage.span[0] : passage.span[1]] == passage.object_literal
+        assert passage.span[1] - passage.span[0] <= max_chars
+        assert len(passage.fact_text) <= max_chars
+
+
+_PROSE = st.text(alphabet="abcXYZ \n.!?,")  # nothing Markdown would read as syntax
+
+
+@given(text=_PROSE, max_chars=st.integers(min_value=1, max_value=60))
+def test_spans_point_at_passage_text_when_text_has_no_markdown(text: str, max_chars: int) -> None:
+    for passage in _passages(text, max_chars=max_chars):
+        assert passage.span is not None
+        cited = text[passage.span[0] : passage.span[1]]
+        assert passage.object_literal == passage.fact_text
+        assert passage.fact_text.split() == cited.split()
 
 
 @given(text=st.text(), max_chars=st.integers(min_value=1, max_value=60))
@@ -329,8 +335,69 @@ def test_spans_ascend_without_overlap_when_given_any_text(text: str, max_chars: 
 )
 def test_no_word_split_when_every_word_fits(pieces: list[tuple[str, str]], max_chars: int) -> None:
     text = "".join(word + separator for word, separator in pieces)
-    passages = _passages(text, max_chars=max_chars)
-    assert [w for p in passages for w in (p.object_literal or "").split()] == text.split()
+    spans = passage_spans(text, max_chars=max_chars)
+    assert [w for start, end in spans for w in text[start:end].split()] == text.split()
+
+
+# --- passages state plain text, not Markdown --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("markdown", "statement"),
+    [
+        ("# Billing runbook\n\nRestart it.", "Billing runbook\n\nRestart it."),
+        ("## Rollback ##\n\nRedeploy.", "Rollback\n\nRedeploy."),
+        ("Rollback\n========\n\nRedeploy.", "Rollback\n\nRedeploy."),
+        (
+            "Restart **billing-api** or *ledger-db* or __cron__.",
+            "Restart billing-api or ledger-db or cron.",
+        ),
+        ("Run `kubectl get pods` first.", "Run kubectl get pods first."),
+        (
+            "See [the dashboard](https://grafana/d/1) and ![map](map.png).",
+            "See the dashboard and map.",
+        ),
+        ("Mail <mailto:ops@example.com> or <b>page</b>.", "Mail mailto:ops@example.com or page."),
+        (
+            "- drain the node\n- [x] restart\n1. page on-call",
+            "drain the node\nrestart\npage on-call",
+        ),
+        ("> Quoted advice\n> continues.", "Quoted advice\ncontinues."),
+        (
+            "| service | host |\n|---|:---:|\n| billing-api | k8s-prod-1 |",
+            "service host\nbilling-api k8s-prod-1",
+        ),
+        ("Runs on ~~vm-pay-01~~ k8s-prod-2.", "Runs on k8s-prod-2."),
+        ("Above.\n\n---\n\nBelow.", "Above.\n\nBelow."),
+        ("[1]: https://wiki/runbook\n\nSee the wiki.", "See the wiki."),
+    ],
+)
+def test_passage_states_plain_text_when_document_is_markdown(markdown: str, statement: str) -> None:
+    (claim,) = _passages(markdown)
+    assert (claim.fact_text, claim.object_literal) == (statement, statement)
+
+
+def test_passage_span_cites_the_markdown_when_statement_is_plain() -> None:
+    text = "# Billing runbook\n\nRestart **billing-api**.\n"
+    (claim,) = _passages(text)
+    assert claim.span is not None
+    assert text[claim.span[0] : claim.span[1]] == "# Billing runbook\n\nRestart **billing-api**."
+
+
+def test_fenced_code_stated_without_its_fences_when_passage_has_code() -> None:
+    text = "Check the pods:\n\n```bash\n# list them\nkubectl get pods\n```\n"
+    (claim,) = _passages(text)
+    assert claim.fact_text == "Check the pods:\n\n# list them\nkubectl get pods"
+
+
+def test_lone_asterisks_and_underscores_kept_when_they_are_not_emphasis() -> None:
+    text = "p < 0.05* holds; 5 * 3 is 15; snake_case_name stays."
+    (claim,) = _passages(text)
+    assert claim.fact_text == text
+
+
+def test_no_passage_claim_when_passage_is_only_syntax() -> None:
+    assert _passages("---\n\n```\n```\n") == []
 
 
 # --- predicates from phrases ----------------------------------------------------------

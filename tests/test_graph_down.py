@@ -17,9 +17,9 @@ from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
 from curation.tasks import ingest_now, process_outbox
+from devtools.redis_falkordb import falkordb_binaries
 from tenants import rls
 from tests.tenancy import Tenant, markdown_source
-from vera.devservices import falkordb_binaries
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,11 @@ from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.domain import lexical
+from retrieval.domain.query import Query
 from retrieval.models import LexicalCorpus, LexicalTerm, LexicalTermStat
 from retrieval.services.index import index_claims
-from retrieval.services.search import Query, _where, lexical_scores
+from retrieval.services.search.sql import lexical_scores
+from retrieval.services.search.sql import where_clause as _where
 from tenants import rls
 from tests.tenancy import Tenant
 

@@ -13,13 +13,13 @@ import pytest
 import voyageai
 from django.core.exceptions import ImproperlyConfigured
 
+from kernel.resilience import BreakerState, CircuitBreaker
 from retrieval.adapters.rerankers import (
     LLMReranker,
     RerankerError,
     ResilientReranker,
     VoyageReranker,
 )
-from retrieval.domain.resilience import BreakerState, CircuitBreaker
 from retrieval.ports import Reranker, Reranking
 from tests.fake_models import CHAT_COMPLETIONS, RERANK, StubModelAPI, rerank_answer, serving
 from tests.fake_upstreams import RecordingSleep

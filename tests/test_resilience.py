@@ -1,4 +1,7 @@
-"""Circuit breaker, token bucket, full jitter and their composition (pure, no I/O)."""
+"""Circuit breaker, token bucket, full jitter and their composition (pure, no I/O).
+
+They live in `kernel.resilience`, below the apps: curation and retrieval share them.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retrieval.domain.resilience import (
+from kernel.resilience import (
     BreakerState,
     CircuitBreaker,
     CircuitOpen,
@@ -78,7 +81,7 @@ def fail(circuit: CircuitBreaker) -> None:
 def test_full_jitter_delay_stays_within_zero_and_the_capped_exponential(
     attempt: int, base: float, cap: float, seed: int
 ) -> None:
-    delay = full_jitter_delay(attempt, base, cap, random.Random(seed))  # noqa: S311
+    delay = full_jitter_delay(attempt, base_s=base, cap_s=cap, rng=random.Random(seed))  # noqa: S311
 
     assert 0.0 <= delay <= min(cap, base * 2.0 ** min(attempt, 1000))
 
@@ -88,7 +91,7 @@ def test_full_jitter_spreads_over_the_whole_range(attempt: int, seed: int) -> No
     rng = random.Random(seed)  # noqa: S311
     ceiling = min(8.0, 0.5 * 2**attempt)
 
-    delays = [full_jitter_delay(attempt, 0.5, 8.0, rng) for _ in range(400)]
+    delays = [full_jitter_delay(attempt, base_s=0.5, cap_s=8.0, rng=rng) for _ in range(400)]
 
     assert min(delays) < 0.1 * ceiling
     assert max(delays) > 0.9 * ceiling
@@ -96,7 +99,14 @@ def test_full_jitter_spreads_over_the_whole_range(attempt: int, seed: int) -> No
 
 def test_full_jitter_rejects_negative_arguments() -> None:
     with pytest.raises(ValueError, match="negative"):
-        full_jitter_delay(-1, 0.5, 8.0, random.Random(1))  # noqa: S311
+        full_jitter_delay(-1, base_s=0.5, cap_s=8.0, rng=random.Random(1))  # noqa: S311
+
+
+def test_full_jitter_draws_from_a_shared_generator_when_none_is_given() -> None:
+    delays = {full_jitter_delay(3, base_s=1.0, cap_s=30.0) for _ in range(50)}
+
+    assert all(0.0 <= delay <= 8.0 for delay in delays)
+    assert len(delays) > 1
 
 
 # --- token bucket ------------------------------------------------------------------

@@ -249,7 +249,9 @@ def test_retracted_facts_are_hidden_now_and_visible_as_of_the_past(
         # What withdrawing a source does to its published claims: end them, re-project.
         claim = Claim.objects.get(fact_text__contains="ledger-db stores")
         Claim.objects.filter(pk=claim.pk).update(status="retracted", valid_to=retracted_at)
-        outbox_enqueue(group_id=claim.group_id, kind="claim.retire", payload={"claim_id": claim.pk})
+        outbox_enqueue(
+            group_id=claim.group_id, kind="claim.project", payload={"claim_id": claim.pk}
+        )
     process_outbox()
     now = _search(client, corpus, q="ledger-db double-entry books")
     assert claim.pk not in [hit["claim_id"] for hit in now["hits"]]
@@ -293,7 +295,7 @@ class _BrokenEmbedder:
     model, dimension = "hashing-v1", 256
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        from retrieval.domain.resilience import CircuitOpen
+        from kernel.resilience import CircuitOpen
 
         raise CircuitOpen("embedder", retry_after_s=30.0)
 

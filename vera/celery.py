@@ -17,7 +17,6 @@ app.autodiscover_tasks()
 logger = logging.getLogger(__name__)
 
 
-@worker_process_init.connect
 def _after_fork(**_: Any) -> None:
     """Each pool process builds its own clients and loads the embedding model before work.
 
@@ -36,3 +35,8 @@ def _after_fork(**_: Any) -> None:
         wiring.embedder().embed(["warm-up"])
     except Exception:  # a provider that is down must not stop the worker from starting
         logger.warning("the embedder could not be warmed up", exc_info=True)
+
+
+# Connected by a call, not as a decorator: celery ships no type hints, and an untyped
+# decorator would make the function untyped to mypy.
+worker_process_init.connect(_after_fork)

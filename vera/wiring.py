@@ -20,7 +20,7 @@ from django.dispatch import receiver
 from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
-from curation.domain.outbox import Consumer
+from curation.domain.outbox import LEGACY_RETIRE, PROJECT_CLAIM, Consumer
 from curation.domain.source_policy import token_env_refusal
 from curation.models import OutboxJob, Source
 from curation.ports import (
@@ -81,7 +81,9 @@ def reset() -> None:
         if factory.cache_info().currsize:
             # Closing a broken client must not stop the reset.
             with contextlib.suppress(Exception):
-                factory().close()  # type: ignore[attr-defined]
+                close = getattr(factory(), "close", None)  # not every port has one
+                if callable(close):
+                    close()
         factory.cache_clear()
     judges.cache_clear()
     reranking.cache_clear()
@@ -208,9 +210,9 @@ def embedder() -> Embedder:
             f"VERA_EMBEDDER__PROVIDER={provider!r}; choose hashing, minilm, openai or voyage."
         )
     # Cache outside, resilience inside: hits never wait for a token or a breaker.
-    resilient = inner
+    resilient: Embedder = inner
     if provider != "minilm":  # a local model needs no breaker or rate limit
-        from retrieval.domain.resilience import CircuitBreaker, TokenBucket
+        from kernel.resilience import CircuitBreaker, TokenBucket
 
         resilient = embedders.ResilientEmbedder(
             inner,
@@ -240,8 +242,8 @@ def reranking() -> Reranking | None:
     provider = settings.VERA_RERANKER__PROVIDER
     if not provider:
         return None
+    from kernel.resilience import CircuitBreaker, TokenBucket
     from retrieval.adapters import rerankers
-    from retrieval.domain.resilience import CircuitBreaker, TokenBucket
 
     rate = settings.VERA_RERANKER__RATE_PER_S
     resilient = rerankers.ResilientReranker(
@@ -293,6 +295,15 @@ class RetrievalProviders:
     def reranking(self) -> Reranking | None:
         return reranking()
 
+    def search(self) -> Callable[..., Any]:
+        """retrieval.bootstrap.Search: search with this provider's adapters bound."""
+        from retrieval.services.search import search
+
+        # Bound per call through `self`: a test that swaps one provider swaps it here too.
+        return functools.partial(
+            search, embedder=self.embedder(), weights=self.weights(), reranking=self.reranking()
+        )
+
 
 class CurationProviders:
     """curation.bootstrap.Providers, built from settings."""
@@ -324,12 +335,10 @@ class CurationProviders:
     def outbox_handlers(self, consumer: Consumer) -> dict[str, Handler]:
         # The graph and the search index are independent consumers of the same changes.
         if consumer is Consumer.GRAPH:
-            return {
-                "claim.project": functools.partial(projection.project_claim, graph=graph()),
-                "claim.retire": functools.partial(projection.retire_claim, graph=graph()),
-            }
+            project = functools.partial(projection.project_claim, graph=graph())
+            return {PROJECT_CLAIM: project, LEGACY_RETIRE: project}
         index = functools.partial(index_job, embedder=embedder())
-        return {"claim.project": index, "claim.retire": index}
+        return {PROJECT_CLAIM: index, LEGACY_RETIRE: index}
 
     def outbox_prepare(self, consumer: Consumer) -> Callable[[list[OutboxJob]], None] | None:
         if consumer is Consumer.INDEX:

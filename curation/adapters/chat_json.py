@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 # Some models wrap JSON mode answers in a Markdown fence anyway.
 CODE_FENCE = re.compile(r"\A```(?:json)?\s*|\s*```\Z")
@@ -26,7 +27,7 @@ def quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def complete_json(client: openai.OpenAI, *, model: str, system: str, user: str) -> Any:
+def complete_json(client: openai.OpenAI, *, model: str, system: str, user: str) -> ChatCompletion:
     """One chat completion in JSON mode at temperature 0; openai errors propagate."""
     return client.chat.completions.create(
         model=model,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from rest_framework import serializers
 
-from curation.models import CONNECTOR_KINDS, Claim, Episode, Evidence, Source
+from curation.domain.sources import ConnectorKind
+from curation.models import Claim, Episode, Evidence, Source
 
 
-class SourceSerializer(serializers.ModelSerializer):
+class SourceSerializer(serializers.ModelSerializer[Source]):
     """A source; its secret is never here, only the name of the variable holding it."""
 
     class Meta:
@@ -21,12 +23,12 @@ class SourceSerializer(serializers.ModelSerializer):
                             "created_at"]  # fmt: skip
 
 
-class SourceCreateSerializer(serializers.Serializer):
+class SourceCreateSerializer(serializers.Serializer[None]):
     """Input for creating a source; its reach is the operator's (`manage.py source_reach`)."""
 
     group_id = serializers.CharField(max_length=40)
     name = serializers.CharField(max_length=200)
-    kind = serializers.ChoiceField(choices=CONNECTOR_KINDS)
+    kind = serializers.ChoiceField(choices=[kind.value for kind in ConnectorKind])
     config = serializers.JSONField(default=dict)
     token_env = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     trust_tier = serializers.IntegerField(min_value=1, max_value=4)
@@ -43,7 +45,7 @@ class SourceCreateSerializer(serializers.Serializer):
         return attrs
 
 
-class EpisodeSerializer(serializers.ModelSerializer):
+class EpisodeSerializer(serializers.ModelSerializer[Episode]):
     class Meta:
         model = Episode
         fields = ["id", "group_id", "source", "external_id", "url", "title", "content_hash",
@@ -51,8 +53,10 @@ class EpisodeSerializer(serializers.ModelSerializer):
                   "claims_count"]  # fmt: skip
 
 
-class EvidenceSerializer(serializers.ModelSerializer):
-    source = serializers.CharField(source="episode.source.name")
+class EvidenceSerializer(serializers.ModelSerializer[Evidence]):
+    # The API field `source` shadows Field.source only in the stubs: DRF's metaclass moves
+    # declared fields off the class.
+    source = serializers.CharField(source="episode.source.name")  # type: ignore[assignment]
     external_id = serializers.CharField(source="episode.external_id")
     url = serializers.CharField(source="episode.url")
 
@@ -61,7 +65,7 @@ class EvidenceSerializer(serializers.ModelSerializer):
         fields = ["episode", "source", "external_id", "url", "start", "end", "snippet"]
 
 
-class ClaimSerializer(serializers.ModelSerializer):
+class ClaimSerializer(serializers.ModelSerializer[Claim]):
     subject = serializers.CharField(source="subject.canonical_name")
     object = serializers.SerializerMethodField()
     evidence = EvidenceSerializer(many=True, read_only=True)
@@ -73,7 +77,8 @@ class ClaimSerializer(serializers.ModelSerializer):
                   "valid_to", "recorded_at", "superseded_by", "version", "source",
                   "evidence"]  # fmt: skip
 
-    def get_object(self, claim: Claim) -> dict[str, object]:
+    # builtins.object: in this class body `object` is the field above.
+    def get_object(self, claim: Claim) -> dict[str, builtins.object]:
         if claim.object_entity is not None:
             return {
                 "entity": claim.object_entity.canonical_name,

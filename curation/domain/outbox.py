@@ -34,3 +34,10 @@ class Lane(enum.StrEnum):
 
 
 CONSUMERS: tuple[Consumer, ...] = tuple(Consumer)
+
+# The one outbox kind for claims: "bring each projection in line with the claim's row".
+# Published claims are upserted; superseded and retracted ones leave the graph and stay
+# in the index for `as_of`. (Before the lanes, supersession wrote "claim.retire";
+# handlers still accept it for jobs written then.)
+PROJECT_CLAIM = "claim.project"
+LEGACY_RETIRE = "claim.retire"

@@ -18,14 +18,23 @@ from pathlib import PurePath
 from typing import Any
 from urllib.parse import urlsplit
 
+from curation.domain.sources import ConnectorKind
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolve = Callable[[str], str]
 
 SLACK_BASE_URL = "https://slack.com/api"
 # The config key holding what each kind reaches; HTTP kinds may have a default URL.
-HTTP_KINDS: Mapping[str, str | None] = {"confluence": None, "jira": None, "slack": SLACK_BASE_URL}
-FILE_KINDS: Mapping[str, str] = {"markdown": "root", "cmdb": "path"}
+HTTP_KINDS: Mapping[ConnectorKind, str | None] = {
+    ConnectorKind.CONFLUENCE: None,
+    ConnectorKind.JIRA: None,
+    ConnectorKind.SLACK: SLACK_BASE_URL,
+}
+FILE_KINDS: Mapping[ConnectorKind, str] = {
+    ConnectorKind.MARKDOWN: "root",
+    ConnectorKind.CMDB: "path",
+}
 REACH_KEYS = ("hosts", "file_roots")
 
 HOSTS_SETTING = "VERA_SOURCES__ALLOWED_HOSTS"
@@ -306,15 +315,19 @@ def source_refusal(
     kind: str, config: Mapping[str, Any], policy: SourcePolicy, *, resolve: Resolve = normal_root
 ) -> str:
     """Why a source of `kind` configured by `config` reaches beyond `policy` ("" if it does not)."""
-    if kind in HTTP_KINDS:
-        url = config.get("base_url") or HTTP_KINDS[kind]
+    if kind not in ConnectorKind:
+        return f"unknown connector kind {kind!r}"
+    known = ConnectorKind(kind)
+    if known in HTTP_KINDS:
+        url = config.get("base_url") or HTTP_KINDS[known]
         reason = url_refusal(url, policy.hosts)
         return f"base_url: {reason}" if reason else ""
-    if kind in FILE_KINDS:
-        key = FILE_KINDS[kind]
+    if known in FILE_KINDS:
+        key = FILE_KINDS[known]
         reason = file_refusal(config.get(key), policy.file_roots, resolve=resolve)
         return f"{key}: {reason}" if reason else ""
-    return f"unknown connector kind {kind!r}"
+    # A kind added to ConnectorKind without saying what it reaches is refused, not let through.
+    return f"the connector kind {kind!r} has no reach rule (HTTP_KINDS or FILE_KINDS)"
 
 
 def reach_lists(reach: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:

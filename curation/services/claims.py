@@ -10,7 +10,7 @@ from django.db import transaction
 
 from curation.domain import supersession
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES, normalize_name
-from curation.domain.outbox import Priority
+from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus, Decision
 from curation.models import Claim, Entity, Episode, Evidence, Source
 from curation.ports import ContradictionJudge
@@ -89,13 +89,13 @@ def claim_publish(
         old.save(update_fields=["status", "valid_to", "superseded_by", "version"])
         outbox_enqueue(
             group_id=old.group_id,
-            kind="claim.retire",
+            kind=PROJECT_CLAIM,
             payload={"claim_id": old.pk},
             priority=priority,
         )
     outbox_enqueue(
         group_id=claim.group_id,
-        kind="claim.project",
+        kind=PROJECT_CLAIM,
         payload={"claim_id": claim.pk},
         priority=priority,
     )
@@ -150,6 +150,6 @@ def claim_record(
         # A re-confirmation: the live claim gained a citation (its graph edge lists its
         # episodes, its index text its snippets), so both projections are refreshed.
         outbox_enqueue(
-            group_id=recorded.group_id, kind="claim.project", payload={"claim_id": recorded.pk}
+            group_id=recorded.group_id, kind=PROJECT_CLAIM, payload={"claim_id": recorded.pk}
         )
     return recorded

@@ -19,7 +19,7 @@ from django.db.models import Q
 from pgvector.django import CosineDistance
 
 from curation.domain.names import NameConflict, identifier_conflict, normalize_name
-from curation.domain.outbox import Priority
+from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, EntityAlias, MergeCandidate
 from curation.ports import Embedder, EquivalenceJudge
@@ -255,7 +255,7 @@ def _reproject(entity: Entity, *, priority: Priority) -> int:
     for claim_id in claim_ids:
         outbox_enqueue(
             group_id=entity.group_id,
-            kind="claim.project",
+            kind=PROJECT_CLAIM,
             payload={"claim_id": claim_id},
             priority=priority,
         )

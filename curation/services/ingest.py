@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from curation.domain.errors import ConnectorError
 from curation.domain.names import normalize_name
+from curation.domain.outbox import PROJECT_CLAIM
 from curation.domain.records import ExtractedClaim, FetchPage, RecordFailure, SourceRecord
 from curation.domain.tiers import ClaimStatus, Tier, decide
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Source
@@ -163,7 +164,7 @@ def _retire_previous_revision(source: Source, episode: Episode) -> None:
         claim.save(update_fields=["status", "status_reason", "valid_to", "version"])
         if was_published:
             outbox_enqueue(
-                group_id=claim.group_id, kind="claim.retire", payload={"claim_id": claim.pk}
+                group_id=claim.group_id, kind=PROJECT_CLAIM, payload={"claim_id": claim.pk}
             )
 
 

@@ -13,6 +13,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from typing import TypedDict
 
 from django.db import transaction
 from django.db.models import Count, Min, Q
@@ -20,6 +21,7 @@ from django.utils import timezone
 
 from curation.domain.outbox import CONSUMERS, Consumer, Priority
 from curation.models import OutboxJob
+from kernel.resilience import full_jitter_delay
 from tenants import rls
 from tenants.domain.access import Principal
 
@@ -37,6 +39,15 @@ LEASE = dt.timedelta(minutes=10)
 _notifier: Notifier | None = None
 
 
+class LaneBacklog(TypedDict):
+    """One consumer's queue: pending jobs (urgent ones among them), dead letters."""
+
+    pending: int
+    urgent: int
+    dead: int
+    oldest: dt.datetime | None  # creation time of the oldest pending job
+
+
 def outbox_set_notifier(notifier: Notifier | None) -> None:
     """Install (or remove) what is told, after commit, that urgent work was enqueued."""
     global _notifier
@@ -44,9 +55,9 @@ def outbox_set_notifier(notifier: Notifier | None) -> None:
 
 
 def retry_delay(attempts: int, *, rng: random.Random | None = None) -> dt.timedelta:
-    """Full-jitter exponential backoff: uniform(0, min(cap, base * 2**attempts))."""
-    ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempts)
-    return dt.timedelta(seconds=(rng or random).uniform(0, ceiling))
+    """How long a failed job waits: the shared full-jitter backoff, 5 s doubling to an hour."""
+    seconds = full_jitter_delay(attempts, base_s=BACKOFF_BASE_S, cap_s=BACKOFF_CAP_S, rng=rng)
+    return dt.timedelta(seconds=seconds)
 
 
 def outbox_enqueue(
@@ -178,7 +189,7 @@ def outbox_retry(*, job_ids: list[int]) -> int:
     )
 
 
-def outbox_backlog() -> dict[str, dict[str, object]]:
+def outbox_backlog() -> dict[str, LaneBacklog]:
     """Per consumer: pending jobs (interactive and bulk), the oldest one's time, dead letters."""
     rows = (
         OutboxJob.objects.exclude(status=OutboxJob.Status.DONE)
@@ -193,9 +204,14 @@ def outbox_backlog() -> dict[str, dict[str, object]]:
             oldest=Min("created_at", filter=Q(status=OutboxJob.Status.PENDING)),
         )
     )
-    backlog: dict[str, dict[str, object]] = {
+    backlog: dict[str, LaneBacklog] = {
         c.value: {"pending": 0, "urgent": 0, "dead": 0, "oldest": None} for c in CONSUMERS
     }
     for row in rows:
-        backlog[row.pop("consumer")] = row
+        backlog[row["consumer"]] = {
+            "pending": row["pending"],
+            "urgent": row["urgent"],
+            "dead": row["dead"],
+            "oldest": row["oldest"],
+        }
     return backlog

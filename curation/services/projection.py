@@ -47,10 +47,6 @@ def project_claim(job: OutboxJob, *, graph: GraphProjection) -> None:
     graph.upsert_claim(graph_edge(claim))
 
 
-def retire_claim(job: OutboxJob, *, graph: GraphProjection) -> None:
-    graph.remove_claim(int(job.payload["claim_id"]))
-
-
 def graph_rebuild(*, graph: GraphProjection, batch: int = 500) -> int:
     """Replay every published claim visible to the tenant context into an empty graph."""
     graph.clear()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from curation.domain.outbox import Priority
+from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, Evidence, MergeCandidate
 from curation.services.claims import claim_publish, object_key
@@ -93,7 +93,7 @@ def _decided(claim: Claim, actor: Principal) -> None:
 
 
 def _apply_edit(claim: Claim, edit: Edit) -> dict[str, object]:
-    before = {
+    before: dict[str, object] = {
         "fact_text": claim.fact_text,
         "object": claim.object_literal or str(claim.object_entity),
     }
@@ -138,7 +138,7 @@ def _publish(claim: Claim, actor: Principal, *, verb: str = "Published") -> Outc
     # Verification is a ranking input: the index must learn it, and the graph the evidence.
     outbox_enqueue(
         group_id=live.group_id,
-        kind="claim.project",
+        kind=PROJECT_CLAIM,
         payload={"claim_id": live.pk},
         priority=Priority.INTERACTIVE,
     )

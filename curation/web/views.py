@@ -5,14 +5,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import bootstrap, selectors
 from curation.domain.tiers import ClaimStatus
-from curation.models import Claim, Episode
+from curation.models import Claim, Episode, MergeCandidate
 from curation.services import review
 from tenants.middleware import request_principal
 from tenants.services.scopes import PermissionDenied
@@ -28,15 +28,16 @@ def _queue_context(request: HttpRequest) -> dict[str, object]:
     queue = request.GET.get("queue", "claims")
     filters = {key: request.GET[key] for key in FILTERS if request.GET.get(key)}
     sort = request.GET.get("sort", "oldest")
+    number = request.GET.get("page")
+    page: Page[MergeCandidate] | Page[Claim]
     if queue == "merges":
-        items = selectors.merge_queue(principal=principal)
+        page = Paginator(selectors.merge_queue(principal=principal), PAGE_SIZE).get_page(number)
     else:
         status = QUEUES.get(queue, ClaimStatus.PENDING_REVIEW)
-        items = selectors.review_queue(
+        claims = selectors.review_queue(
             principal=principal, status=status, filters=filters, sort=sort
         )
-    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
-    if queue != "merges":
+        page = Paginator(claims, PAGE_SIZE).get_page(number)
         page.object_list = selectors.attach_current_values(list(page.object_list))
     return {
         "queue": queue if queue in {*QUEUES, "merges"} else "claims",
@@ -156,9 +157,9 @@ def bulk_decide(request: HttpRequest) -> HttpResponse:
     """Approve or reject the selected claims; conflicts are reported, the rest commit."""
     items = []
     for raw in request.POST.getlist("item"):
-        claim_id, _, version = raw.partition(":")
-        if claim_id.isdigit() and version.isdigit():
-            items.append((int(claim_id), int(version)))
+        pk, _, version = raw.partition(":")
+        if pk.isdigit() and version.isdigit():
+            items.append((int(pk), int(version)))
     approve = request.POST.get("action") == "approve"
     try:
         outcome = review.review_bulk(

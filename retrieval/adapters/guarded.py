@@ -7,11 +7,12 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from retrieval.domain.resilience import CircuitBreaker, Sleep, TokenBucket, call_with_resilience
+from kernel.resilience import CircuitBreaker, Sleep, TokenBucket, call_with_resilience
 
 
 class _Provider(Protocol):
-    model: str
+    @property
+    def model(self) -> str: ...
 
 
 class Guarded[P: _Provider]:

@@ -1,16 +1,21 @@
-"""The search API's documented shapes (OpenAPI); the views build plain dicts of this form."""
+"""The search API's documented shapes (OpenAPI), read from `retrieval.selectors`' objects."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rest_framework import serializers
 
 from retrieval.domain.ranking import SIGNALS
+from retrieval.selectors import Citation, CitedHit, CitedResult
 
 
-class CitationSerializer(serializers.Serializer):
+class CitationSerializer(serializers.Serializer[Citation]):
     """Where a hit's fact was read: source, episode and the evidence span."""
 
-    source = serializers.CharField()
+    # The API field `source` shadows Field.source only in the stubs: DRF's metaclass moves
+    # declared fields off the class.
+    source = serializers.CharField()  # type: ignore[assignment]
     episode = serializers.CharField(help_text="the episode's external id")
     url = serializers.CharField(allow_blank=True)
     span = serializers.ListField(
@@ -19,22 +24,22 @@ class CitationSerializer(serializers.Serializer):
     snippet = serializers.CharField(allow_blank=True)
 
 
-class SignalsSerializer(serializers.Serializer):
+class SignalsSerializer(serializers.Serializer[dict[str, float]]):
     """The six stage-2 signals the hit was ranked by, each in [0, 1]."""
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         return {name: serializers.FloatField(min_value=0, max_value=1) for name in SIGNALS}
 
 
-class SearchHitSerializer(serializers.Serializer):
+class SearchHitSerializer(serializers.Serializer[CitedHit]):
     """One ranked, cited hit; `id` is what POST /api/v1/feedback votes on."""
 
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(source="hit_id")
     claim_id = serializers.IntegerField()
     fact = serializers.CharField()
     subject = serializers.CharField()
     predicate = serializers.CharField()
-    object = serializers.CharField()
+    object = serializers.CharField(source="object_text")
     score = serializers.FloatField()
     signals = SignalsSerializer()
     rerank = serializers.FloatField(allow_null=True, help_text="stage-3 score, if it ran")
@@ -44,7 +49,7 @@ class SearchHitSerializer(serializers.Serializer):
     citations = CitationSerializer(many=True)
 
 
-class SearchResultSerializer(serializers.Serializer):
+class SearchResultSerializer(serializers.Serializer[CitedResult]):
     """A search's hits, best first."""
 
     query_id = serializers.UUIDField()

@@ -88,7 +88,8 @@ def recency(age_s: float, *, half_life_s: float = HALF_LIFE_S, invalidated: bool
         raise ValueError("age_s must be a number")
     if invalidated:
         return 0.0
-    return 0.5 ** (max(age_s, 0.0) / half_life_s)
+    decay: float = 0.5 ** (max(age_s, 0.0) / half_life_s)  # typeshed: float ** float is Any
+    return decay
 
 
 def laplace(up: int, down: int) -> float:

@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from curation.domain.tiers import VERIFICATION_SCORE, ClaimStatus, Verification
+from curation.domain.validity import EVER_VALID, VALID_NOW
 from curation.models import Claim, OutboxJob
 from curation.ports import Embedder
 from curation.services.entities import canonical
@@ -17,7 +18,7 @@ from retrieval.models import GroupEmbedding, SearchDocument
 
 # What the index keeps: what is valid now, and what was valid before (for as_of): a
 # superseded or retracted fact is hidden now but found as of a time it was valid.
-INDEXED_STATUSES = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED, ClaimStatus.RETRACTED)
+INDEXED_STATUSES = tuple(sorted(EVER_VALID))
 MAX_TEXT = 4000
 
 
@@ -32,7 +33,7 @@ _POSTINGS_INSERT = """
     INSERT INTO retrieval_lexicalterm (
         group_id, claim_id, term, tf, doc_len, published, impact
     )
-    SELECT d.group_id, d.claim_id, t.term, t.tf, l.doc_len, d.status = 'published',
+    SELECT d.group_id, d.claim_id, t.term, t.tf, l.doc_len, d.status = %(valid_now)s,
            t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * l.doc_len
                / coalesce(c.tokens::float8 / nullif(c.documents, 0), l.doc_len)))
     FROM retrieval_searchdocument d
@@ -113,7 +114,13 @@ def index_claims(*, claim_ids: list[int], embedder: Embedder) -> int:
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            _POSTINGS_INSERT, {"k1": lexical.K1, "b": lexical.B, "ids": [c.pk for c in keep]}
+            _POSTINGS_INSERT,
+            {
+                "k1": lexical.K1,
+                "b": lexical.B,
+                "ids": [c.pk for c in keep],
+                "valid_now": VALID_NOW.value,
+            },
         )
     return len(keep)
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
 from django.db import transaction
+from django.db.models import Field
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from tenants.domain.scopes import Role, ScopeKind
@@ -105,7 +106,8 @@ def _email(claims: dict[str, Any]) -> str | None:
 
 def _unique_username(wanted: str) -> str:
     user_model = get_user_model()
-    limit = user_model._meta.get_field(user_model.USERNAME_FIELD).max_length or 150
+    field = user_model._meta.get_field(user_model.USERNAME_FIELD)
+    limit = (field.max_length if isinstance(field, Field) else None) or 150
     base = _USERNAME_UNSAFE.sub("-", wanted)[:limit] or "user"
     candidate, n = base, 1
     while user_model._default_manager.filter(
@@ -162,7 +164,7 @@ def user_for_claims(claims: dict[str, Any]) -> AbstractUser:
     return users[0] if users else provision_user(claims)
 
 
-class VeraOIDCBackend(OIDCAuthenticationBackend):
+class VeraOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]  # no type hints upstream
     """Authorization-code sign-in; users matched by email and provisioned on first sign-in."""
 
     def verify_claims(self, claims: dict[str, Any]) -> bool:

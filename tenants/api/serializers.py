@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from tenants.domain.scopes import Role
@@ -14,17 +16,18 @@ ROLE_NAMES = [role.name.lower() for role in Role]
 class RoleField(serializers.ChoiceField):
     """A role by its lower-case name."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:  # ChoiceField's options, passed on
         super().__init__(choices=ROLE_NAMES, **kwargs)
 
-    def to_internal_value(self, data: object) -> Role:
+    # The stubs fix a ChoiceField's value type to str; this field's value is a Role.
+    def to_internal_value(self, data: Any) -> Role:  # type: ignore[override]  # a Role, not str
         return Role[str(super().to_internal_value(data)).upper()]
 
-    def to_representation(self, value: object) -> str:
-        return Role(int(value)).name.lower()  # type: ignore[call-overload]
+    def to_representation(self, value: str | int) -> str:
+        return Role(int(value)).name.lower()
 
 
-class ApiKeySerializer(serializers.ModelSerializer):
+class ApiKeySerializer(serializers.ModelSerializer[ApiKey]):
     """A key as anyone may see it after creation: never the secret, never its hash."""
 
     key_prefix = serializers.CharField(source="display", read_only=True)
@@ -50,7 +53,7 @@ class ApiKeySerializer(serializers.ModelSerializer):
         return "active"
 
 
-class ApiKeyIssueSerializer(serializers.Serializer):
+class ApiKeyIssueSerializer(serializers.Serializer[None]):
     """Input for issuing a key."""
 
     name = serializers.CharField(max_length=100)
@@ -73,7 +76,7 @@ class IssuedKeySerializer(ApiKeySerializer):
         return {**ApiKeySerializer(issued.key).data, "key": issued.plaintext}
 
 
-class AuditEventSerializer(serializers.ModelSerializer):
+class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
     """An audit event."""
 
     class Meta:

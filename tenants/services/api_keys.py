@@ -83,6 +83,8 @@ def api_key_issue(
 
 def _store_new_key(*, actor: Principal, **fields: object) -> IssuedKey:
     """A fresh secret for a new key row; only its hash is stored."""
+    if actor.user_id is None:  # the row names the user who issued it
+        raise PermissionDenied("only a signed-in user can issue or rotate a key")
     new = keys.generate()
     key = ApiKey.objects.create(
         prefix=new.prefix, secret_hash=new.secret_hash, created_by_id=actor.user_id, **fields

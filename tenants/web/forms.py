@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from tenants.domain.access import Principal
@@ -24,17 +26,20 @@ class KeyIssueForm(forms.Form):
     role_ceiling = forms.TypedChoiceField(coerce=lambda v: Role(int(v)), choices=())
     expires_in_days = forms.IntegerField(min_value=1, max_value=3650, required=False)
 
-    def __init__(self, *args: object, principal: Principal, scopes: object, **kwargs: object):
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.fields["scope"].queryset = scopes  # type: ignore[attr-defined]
-        members = Membership.objects.filter(scope__in=scopes).values("user_id")  # type: ignore[misc]
-        self.fields["owner"].queryset = (  # type: ignore[attr-defined]
-            get_user_model().objects.filter(pk__in=members).order_by("username")
-        )
+    def __init__(
+        self, *args: Any, principal: Principal, scopes: QuerySet[Scope], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        # self.fields holds this form's copies of the fields declared above, which the
+        # stubs type as plain Field.
+        scope = cast("forms.ModelChoiceField[Scope]", self.fields["scope"])
+        owner = cast("forms.ModelChoiceField[Any]", self.fields["owner"])
+        role_ceiling = cast("forms.TypedChoiceField", self.fields["role_ceiling"])
+        scope.queryset = scopes
+        members = Membership.objects.filter(scope__in=scopes).values("user_id")
+        owner.queryset = get_user_model().objects.filter(pk__in=members).order_by("username")
         top = max((r for r in principal.roles.values()), default=Role.VIEWER)
-        self.fields["role_ceiling"].choices = [  # type: ignore[attr-defined]
-            (r.value, r.name.title()) for r in Role if r <= top
-        ]
+        role_ceiling.choices = [(r.value, r.name.title()) for r in Role if r <= top]
 
     def expires_at(self) -> dt.datetime | None:
         days = self.cleaned_data.get("expires_in_days")

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_int, env_list, env_str
+
+# Django classes the type stubs make generic (ModelAdmin[Claim], ModelForm[Source]) accept
+# their type arguments at run time too.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -97,7 +103,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis / Valkey: Celery broker, cache, rate limits ------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # The cache gets its own database so that clearing it never touches the broker or graph.
-CACHES = {
+CACHES: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": env_str("VERA_CACHE_URL", re.sub(r"(/\d+)?$", "/1", REDIS_URL, count=1)),
@@ -291,7 +297,8 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles"))
+# None (local, test) serves from the finders; there is no collectstatic output.
+STATIC_ROOT: str | None = env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles"))
 
 LOGGING = {
     "version": 1,

@@ -32,11 +32,16 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # CREATEDB and owns the tables); tests/conftest.py then reconnects as the app role.
 _owner_url = env_str("DATABASE_OWNER_URL", "")
 if _owner_url:
+    # Who and where only (a postgres URL always yields all five); the connection
+    # options stay those of base.py.
+    _owner = dj_database_url.parse(_owner_url)
     DATABASES["default"].update(
         {
-            key: value
-            for key, value in dj_database_url.parse(_owner_url).items()
-            if key in {"USER", "PASSWORD", "HOST", "PORT", "NAME"}
+            "USER": _owner["USER"],
+            "PASSWORD": _owner["PASSWORD"],
+            "HOST": _owner["HOST"],
+            "PORT": _owner["PORT"],
+            "NAME": _owner["NAME"],
         }
     )
 DATABASES["default"]["CONN_MAX_AGE"] = 0

@@ -16,6 +16,7 @@ from curation.adapters.connectors.jira import JiraConnector
 from curation.adapters.connectors.markdown import MarkdownFolderConnector
 from curation.adapters.connectors.slack import SlackConnector
 from curation.domain.source_policy import SourcePolicy, source_refusal
+from curation.domain.sources import ConnectorKind
 from curation.ports import Connector
 
 __all__ = [
@@ -82,26 +83,28 @@ class _Kind:
     needs_token: bool
 
 
-_KINDS: dict[str, _Kind] = {
-    "markdown": _Kind(
+_KINDS: dict[ConnectorKind, _Kind] = {
+    ConnectorKind.MARKDOWN: _Kind(
         _markdown,
         {"root": (str, Path)},
         {"patterns": (list, tuple), "max_bytes": int, "page_size": int, "base_url": str},
         needs_token=False,
     ),
-    "cmdb": _Kind(
+    ConnectorKind.CMDB: _Kind(
         _cmdb, {"path": (str, Path)}, {"id_field": str, "page_size": int}, needs_token=False
     ),
-    "confluence": _Kind(
+    ConnectorKind.CONFLUENCE: _Kind(
         _confluence,
         {"base_url": str},
         {"space": str, "page_size": int, "timezone": str},
         needs_token=True,
     ),
-    "jira": _Kind(
+    ConnectorKind.JIRA: _Kind(
         _jira, {"base_url": str}, {"jql": str, "page_size": int, "timezone": str}, needs_token=True
     ),
-    "slack": _Kind(_slack, {"channel": str}, {"base_url": str, "page_size": int}, needs_token=True),
+    ConnectorKind.SLACK: _Kind(
+        _slack, {"channel": str}, {"base_url": str, "page_size": int}, needs_token=True
+    ),
 }
 
 
@@ -131,7 +134,7 @@ def build_connector(
     `secret` is the API token if the kind needs one. The policy is checked here, before
     anything is reached, and again by the connector at every connection or file read.
     """
-    spec = _KINDS.get(kind)
+    spec = _KINDS.get(ConnectorKind(kind)) if kind in ConnectorKind else None
     if spec is None:
         raise ValueError(f"unknown connector kind {kind!r}; expected one of: {', '.join(_KINDS)}")
     _checked(kind, spec, config)

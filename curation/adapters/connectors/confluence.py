@@ -74,7 +74,7 @@ class ConfluenceConnector(OwnsHttp):
     def pages(self, *, cursor: str | None) -> Iterator[FetchPage]:
         """Yield search results page by page, following `_links.next` until it is absent."""
         feed = TimeCursor(parse_cursor(cursor))
-        url = self._base + _SEARCH
+        url: str | None = self._base + _SEARCH
         params: dict[str, str | int] | None = {
             "cql": self.cql(feed.since),
             "expand": _EXPAND,

@@ -26,6 +26,7 @@ import httpx
 
 from curation.domain.errors import ConnectorError
 from curation.domain.source_policy import HostRules, SourcePolicy, address_refusal, host_refusal
+from kernel.resilience import full_jitter_delay
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +53,8 @@ class RetryPolicy:
             raise ValueError("backoff and Retry-After limits cannot be negative")
 
 
-def backoff_delay(attempt: int, *, base_s: float, cap_s: float, rng: random.Random) -> float:
-    """Full-jitter exponential backoff: uniform over [0, min(cap, base * 2**attempt)]."""
-    return rng.uniform(0.0, min(cap_s, base_s * 2**attempt))
+# The old name of the shared backoff, still imported by tests/test_connectors_http.py.
+backoff_delay = full_jitter_delay
 
 
 def retry_after_seconds(value: str | None, *, now: dt.datetime) -> float | None:
@@ -311,7 +311,7 @@ class ResilientHttp:
     def _delay(self, attempt: int, outcome: _Retry) -> float:
         if outcome.delay_s is not None:
             return outcome.delay_s
-        return backoff_delay(
+        return full_jitter_delay(
             attempt,
             base_s=self._policy.backoff_base_s,
             cap_s=self._policy.backoff_cap_s,

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from redis import Redis, RedisError
 
 from curation.ports import Embedder
+from kernel.resilience import CircuitBreaker, CircuitOpen, Clock
 from retrieval.adapters.embedders.base import checked, embed_with_usage
 from retrieval.adapters.embedders.metering import Meter
-from retrieval.domain.resilience import CircuitBreaker, CircuitOpen, Clock
 
 logger = logging.getLogger(__name__)
 

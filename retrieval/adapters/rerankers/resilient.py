@@ -6,9 +6,9 @@ import functools
 import itertools
 from collections.abc import Sequence
 
+from kernel.resilience import CircuitOpen
 from retrieval.adapters.guarded import Guarded
 from retrieval.adapters.rerankers.base import described
-from retrieval.domain.resilience import CircuitOpen
 from retrieval.ports import Reranker, RerankerError
 
 

@@ -1,0 +1,156 @@
+"""Embedded development servers: PostgreSQL (pgvector, pg_trgm) and Redis with FalkorDB.
+
+    python -m devtools.services start|stop|status [--profile dev|test] [--print-env]
+    python -m devtools.services run [--profile dev]    # make run: services + web + workers + beat
+
+State lives in `.devservices/<profile>/` (git-ignored). Nothing here ever deletes data:
+a data directory from another PostgreSQL major version, a port held by another
+program or a lock file that cannot be explained stops with a message saying what
+to do. Setting DATABASE_URL (with DATABASE_OWNER_URL) or REDIS_URL in the
+environment replaces the embedded server with an external one.
+
+This module runs before Django is configured, so it imports nothing from Django.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from devtools.common import (
+    DEFAULT_PORTS,
+    ROOT,
+    Profile,
+    ServiceError,
+    port_in_use,
+    say,
+    who_listens,
+)
+from devtools.postgres import Postgres
+from devtools.redis_falkordb import Redis
+from devtools.supervisor import LANES, Supervisor
+
+
+def start(profile: Profile) -> tuple[dict[str, str], list[Postgres | Redis]]:
+    """Start what the environment does not already provide; return its env and what started."""
+    env: dict[str, str] = {}
+    started: list[Postgres | Redis] = []
+    if os.environ.get("DATABASE_URL"):
+        if not os.environ.get("DATABASE_OWNER_URL"):
+            raise ServiceError(
+                "DATABASE_URL points at an external server; also set DATABASE_OWNER_URL "
+                "(the role that owns the schema and runs migrations)."
+            )
+        say("using the external PostgreSQL in DATABASE_URL")
+    else:
+        postgres = Postgres(profile)
+        if postgres.start(profile.secrets()):
+            started.append(postgres)
+        env.update(postgres.env(profile.secrets()))
+    if os.environ.get("REDIS_URL"):
+        say("using the external Redis in REDIS_URL")
+    else:
+        redis_service = Redis(profile)
+        if redis_service.start():
+            started.append(redis_service)
+        env.update(redis_service.env())
+    return env, started
+
+
+def status(profile: Profile) -> int:
+    postgres, redis_service = Postgres(profile), Redis(profile)
+    for name, service in (("postgres", postgres), ("redis", redis_service)):
+        state = "running" if service.running() else "stopped"
+        print(f"{profile.name:5} {name:9} {state:8} 127.0.0.1:{service.port}  {service.home}")
+    return 0
+
+
+def print_env(env: dict[str, str]) -> None:
+    for key, value in env.items():
+        print(f"export {key}={shlex.quote(value)}")
+
+
+def manage(args: list[str], env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)  # noqa: S603
+
+
+def run(profile: Profile) -> int:
+    """`make run`: services, migrations, demo data, then web + a worker per lane + beat."""
+    service_env, started = start(profile)
+    env = {**os.environ, **service_env}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.local")
+    env.setdefault("VERA_OBJECT_STORE__ROOT", str(profile.state / "objects"))
+    web_port = int(os.environ.get("VERA_WEB_PORT", "8000"))
+    if port_in_use(web_port):
+        raise ServiceError(
+            f"port {web_port} for the web server is used by {who_listens(web_port)}; "
+            "stop it or set VERA_WEB_PORT=<free port>."
+        )
+    # Migrations run as the owner role; everything else connects as the app role.
+    manage(["migrate", "--noinput"], {**env, "DATABASE_URL": env["DATABASE_OWNER_URL"]})
+    manage(["seed_demo"], env)
+    celery = [str(Path(sys.executable).parent / "celery"), "-A", "vera"]
+    supervisor = Supervisor()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: supervisor.stopping.set())
+    try:
+        supervisor.spawn(
+            "web", [sys.executable, "manage.py", "runserver", f"127.0.0.1:{web_port}"], env
+        )
+        # One worker per lane, so a review decision never waits behind bulk work.
+        for lane in LANES:
+            supervisor.spawn(
+                lane,
+                [*celery, "worker", "-l", "info", "-Q", lane, "-n", f"{lane}@%h",
+                 "--concurrency", "1"],
+                env,
+            )  # fmt: skip
+        beat_schedule = str(profile.state / "celerybeat-schedule")
+        supervisor.spawn("beat", [*celery, "beat", "-l", "info", "-s", beat_schedule], env)
+        say(f"VERA is starting on http://127.0.0.1:{web_port}/ (Ctrl-C stops everything)")
+        return supervisor.wait()
+    finally:
+        supervisor.stop()
+        for service in reversed(started):
+            service.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devtools.services", description=__doc__)
+    parser.add_argument("command", choices=["start", "stop", "status", "env", "run"])
+    parser.add_argument("--profile", choices=sorted(DEFAULT_PORTS), default="dev")
+    parser.add_argument("--print-env", action="store_true", help="print `export` lines")
+    args = parser.parse_args(argv)
+    profile = Profile.named(args.profile)
+    try:
+        if args.command == "start":
+            env, _ = start(profile)
+            if args.print_env:
+                print_env(env)
+            return 0
+        if args.command == "env":
+            print_env(start(profile)[0])
+            return 0
+        if args.command == "stop":
+            Redis(profile).stop()
+            Postgres(profile).stop()
+            return 0
+        if args.command == "status":
+            return status(profile)
+        return run(profile)
+    except ServiceError as error:
+        say(f"error: {error}")
+        return 1
+    except shutil.Error as error:  # pragma: no cover - defensive
+        say(f"error: {error}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

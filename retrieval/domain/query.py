@@ -1,0 +1,51 @@
+"""A search request, parsed once for every entrypoint (REST API, portal, later MCP) (pure)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from curation.domain.params import MAX_ID, TIER_RANGE, InvalidQuery, ParamReader
+
+MAX_QUERY_CHARS = 2000
+DEFAULT_K, MAX_K = 10, 100
+PARAMETERS = ("q", "k", "as_of", "predicate", "entity", "source", "tier")
+
+__all__ = ["MAX_QUERY_CHARS", "PARAMETERS", "InvalidQuery", "Query", "parse_query"]
+
+
+@dataclass(frozen=True)
+class Query:
+    """A validated search request."""
+
+    text: str
+    k: int = DEFAULT_K
+    as_of: dt.datetime | None = None
+    predicate: str | None = None
+    entity: str | None = None
+    source: int | None = None
+    tier: int | None = None
+
+
+def parse_query(params: Mapping[str, str]) -> Query:
+    """The validated request; InvalidQuery names every bad parameter with a message."""
+    reader = ParamReader(params, allowed=PARAMETERS)
+    text = params.get("q", "").strip()
+    if not text:
+        reader.fail("q", "the query is empty")
+    elif "\x00" in text:
+        reader.fail("q", "the query contains a NUL character")
+    elif len(text) > MAX_QUERY_CHARS:
+        reader.fail("q", f"the query is longer than {MAX_QUERY_CHARS} characters")
+    query = Query(
+        text=text,
+        k=reader.integer("k", low=1, high=MAX_K) or DEFAULT_K,
+        as_of=reader.instant("as_of"),
+        predicate=reader.text("predicate"),
+        entity=reader.text("entity"),
+        source=reader.integer("source", low=1, high=MAX_ID),
+        tier=reader.integer("tier", low=TIER_RANGE[0], high=TIER_RANGE[1]),
+    )
+    reader.check()
+    return query

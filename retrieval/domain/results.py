@@ -1,0 +1,38 @@
+"""What a search returns: its ranked hits and how each stage went (pure values)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked, cited result."""
+
+    hit_id: int
+    claim_id: int
+    score: float
+    signals: dict[str, float]
+    stage1: dict[str, int | None] = field(default_factory=dict)
+    rerank: float | None = None  # the cross-encoder's score, when stage 3 read this hit
+
+
+class Stage3(StrEnum):
+    """What the optional cross-encoder did for a search."""
+
+    OFF = "off"  # not configured
+    APPLIED = "applied"
+    UNAVAILABLE = "unavailable"  # configured but failed: the stage-2 order was returned
+
+
+@dataclass(frozen=True)
+class Result:
+    """A search's hits, best first, with the id they were logged under."""
+
+    query_id: uuid.UUID
+    hits: list[Hit]
+    stage3: Stage3 = Stage3.OFF
+    timings: dict[str, float] = field(default_factory=dict)  # ms per step
+    degraded: tuple[str, ...] = ()  # stage-1 halves that could not run ("vector")

@@ -1,0 +1,184 @@
+"""The three-stage search: vector + full text fused by RRF, the six-signal blend, a reranker.
+
+Stage 1 (`stage1`) runs the two halves of `sql`; stage 2 blends the fused candidates'
+signals (`retrieval.domain.ranking`); stage 3 lets the configured cross-encoder
+re-score the head. Every returned hit is logged with the signals it was ranked by.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from django.db import transaction
+
+from curation.domain.validity import VALID_NOW
+from curation.ports import Embedder
+from retrieval.domain import ranking
+from retrieval.domain.query import Query
+from retrieval.domain.results import Hit, Result, Stage3
+from retrieval.models import SearchHit
+from retrieval.ports import RerankerError, Reranking
+from retrieval.services.search import sql
+from retrieval.services.search.timing import Stopwatch
+
+logger = logging.getLogger(__name__)
+
+STAGE1_DEPTH = 50
+
+
+def stage1(
+    query: Query,
+    *,
+    embedder: Embedder | None,
+    depth: int = STAGE1_DEPTH,
+    watch: Stopwatch | None = None,
+) -> dict[str, list[int]]:
+    """The full-text and vector rankings (each its top `depth`) under the valid-time filter."""
+    watch = watch or Stopwatch()
+    where, params = sql.where_clause(query)
+    # The query is embedded while Postgres runs the lexical half: the model and the
+    # database wait both release the GIL, so the two overlap instead of adding up.
+    embedding = _embedding_pool().submit(embedder.embed, [query.text]) if embedder else None
+    with watch.step("lexical"):
+        rankings = {"fulltext": sql.fulltext(query, where, params, depth)}
+    if embedding is not None:
+        with watch.step("embed"):  # only the wait left after the lexical half
+            vector = _query_vector(embedding)
+        if vector is not None:
+            with watch.step("vector"):
+                rankings["vector"] = sql.vector(vector, where, params, depth)
+    return rankings
+
+
+def _query_vector(embedding: Future[list[list[float]]]) -> list[float] | None:
+    """The query's vector, or None when the embedder failed: search answers by text alone."""
+    try:
+        return embedding.result()[0]
+    except Exception as error:
+        # A provider outage (its circuit open, retries spent) must not take search down;
+        # the response says which half is missing. The class name only: no secrets.
+        logger.warning("vector half skipped, the query embedding failed: %s", type(error).__name__)
+        return None
+
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def _embedding_pool() -> ThreadPoolExecutor:
+    """This process's threads for query embeddings (a forked worker makes its own)."""
+    pid = os.getpid()
+    if pid not in _pools:
+        _pools[pid] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vera-query-embed")
+    return _pools[pid]
+
+
+def _candidates(
+    query: Query, fused: dict[int, float], docs: dict[int, sql.Candidate]
+) -> dict[int, ranking.CandidateFacts]:
+    votes = sql.votes(list(docs))
+    return {
+        claim_id: ranking.CandidateFacts(
+            stage1=fused[claim_id],
+            authority=doc.authority,
+            verification=doc.verification,
+            valid_from=doc.valid_from,
+            invalidated=doc.status != VALID_NOW and query.as_of is None,
+            up=votes.get(claim_id, (0, 0))[0],
+            down=votes.get(claim_id, (0, 0))[1],
+            confidence=doc.confidence,
+        )
+        for claim_id, doc in docs.items()
+    }
+
+
+def _stage3(
+    query: Query,
+    blended: list[tuple[int, float]],
+    docs: dict[int, sql.Candidate],
+    reranking: Reranking,
+) -> tuple[list[tuple[int, float]], dict[int, float], Stage3]:
+    """Re-score the top N with the cross-encoder; on failure keep stage 2's order."""
+    head = [claim_id for claim_id, _ in blended[: reranking.top_n]]
+    try:
+        scores = reranking.reranker.score(query.text, [docs[c].text for c in head])
+    except RerankerError as error:
+        # A search still answers when the reranker is down: stage 2 is a complete ranking.
+        logger.warning("stage 3 skipped, stage-2 order returned: %s", error)
+        return blended, {}, Stage3.UNAVAILABLE
+    ce = dict(zip(head, scores, strict=True))
+    return ranking.rerank(blended, ce, w=reranking.weight), ce, Stage3.APPLIED
+
+
+# A request's transaction already wraps a search; a savepoint would only add round trips.
+@transaction.atomic(savepoint=False)
+def search(
+    *,
+    query: Query,
+    embedder: Embedder | None,
+    weights: ranking.Weights,
+    now: dt.datetime,
+    user_id: int | None = None,
+    half_life_s: float = ranking.HALF_LIFE_S,
+    reranking: Reranking | None = None,
+) -> Result:
+    """Rank, cite and log: every returned hit's signal vector is stored for calibration."""
+    watch = Stopwatch()
+    rankings = stage1(query, embedder=embedder, watch=watch)
+    with watch.step("blend"):
+        fused = ranking.rrf(list(rankings.values()), k=1)
+        docs = sql.documents(list(fused), with_text=reranking is not None)
+        ranked = ranking.rank(
+            _candidates(query, fused, docs), weights=weights, now=now, half_life_s=half_life_s
+        )
+    signals = {claim_id: row_signals for claim_id, _, row_signals in ranked}
+    final = [(claim_id, score) for claim_id, score, _ in ranked]
+    ce: dict[int, float] = {}
+    stage3 = Stage3.OFF
+    if reranking is not None and final:
+        with watch.step("rerank"):
+            final, ce, stage3 = _stage3(query, final, docs, reranking)
+    query_id = uuid.uuid4()
+    with watch.step("log"):
+        logged = _log(query, query_id, final, docs, signals, user_id)
+    positions = {name: {cid: i for i, cid in enumerate(ids, 1)} for name, ids in rankings.items()}
+    hits = [
+        Hit(
+            hit_id=row.pk,
+            claim_id=row.claim_id,
+            score=row.score,
+            signals=row.signals,
+            stage1={name: where.get(row.claim_id) for name, where in positions.items()},
+            rerank=ce.get(row.claim_id),
+        )
+        for row in logged
+    ]
+    degraded = ("vector",) if embedder is not None and "vector" not in rankings else ()
+    return Result(query_id=query_id, hits=hits, stage3=stage3, timings=watch.ms, degraded=degraded)
+
+
+def _log(
+    query: Query,
+    query_id: uuid.UUID,
+    final: list[tuple[int, float]],
+    docs: dict[int, sql.Candidate],
+    signals: dict[int, ranking.Signals],
+    user_id: int | None,
+) -> list[SearchHit]:
+    """Store each returned hit with the signal vector it was ranked by (for calibration)."""
+    return SearchHit.objects.bulk_create(
+        SearchHit(
+            group_id=docs[claim_id].group_id,
+            query_id=query_id,
+            query_text=query.text,
+            claim_id=claim_id,
+            rank=position,
+            score=score,
+            signals=signals[claim_id].as_dict(),
+            user_id=user_id,
+        )
+        for position, (claim_id, score) in enumerate(final[: query.k], start=1)
+    )
