@@ -4,7 +4,7 @@
 run:  ## Install, start embedded Postgres/Redis/FalkorDB, migrate, seed a demo, run web + worker + beat.
 	@bin/vera run
 
-test:  ## Same set-up on isolated ports and data, then ruff, import-linter and pytest.
+test:  ## Same set-up on isolated ports and data, then ruff, import-linter, mypy and the three test tiers.
 	@bin/vera test
 
 services-start:

@@ -40,7 +40,7 @@ def main() -> int:
     from tenants.domain.scopes import Role, ScopeKind
     from tenants.selectors import principal_for_user
     from tenants.services.scopes import membership_grant, scope_create
-    from tests.bulk_claims import make_pending
+    from tests.support.bulk_claims import make_pending
 
     org = scope_create(kind=ScopeKind.ORGANISATION, name="Portal Org")
     workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Portal WS", parent_id=org.pk)

@@ -17,14 +17,28 @@ from psycopg import sql
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-    from tests.tenancy import Tenant
+    from tests.support.tenancy import Tenant
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
+NO_SERVERS_MESSAGE = (
+    "This test needs the test-profile servers: run `make test`, or first "
+    '`eval "$(bin/vera services start --profile test --print-env)"` then pytest. '
+    "Only tests/unit runs without them."
+)
+
+
+@pytest.fixture(scope="session")
+def test_servers() -> None:
+    """Stop at once, saying what to do, when a test needs servers that were not started."""
+    if os.environ.get("VERA_TEST_NO_SERVERS"):
+        pytest.exit(NO_SERVERS_MESSAGE, returncode=2)
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(
-    django_db_setup: None, django_db_blocker: pytest.FixtureRequest
+    test_servers: None, django_db_setup: None, django_db_blocker: pytest.FixtureRequest
 ) -> Iterator[None]:
     """After pytest-django created and migrated the test DB as the owner, switch to the app role.
 
@@ -102,13 +116,13 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
 
 @pytest.fixture
 def tenant_a(db: None) -> Tenant:
-    from tests.tenancy import make_tenant
+    from tests.support.tenancy import make_tenant
 
     return make_tenant("Acme")
 
 
 @pytest.fixture
 def tenant_b(db: None) -> Tenant:
-    from tests.tenancy import make_tenant
+    from tests.support.tenancy import make_tenant
 
     return make_tenant("Globex")

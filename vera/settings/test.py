@@ -11,13 +11,14 @@ os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_test")
 os.environ.setdefault("VERA_EMBEDDER__PROVIDER", "hashing")
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 
+# tests/unit runs with no server at all. Without the test-profile servers, the URLs
+# point at a port nothing listens on, and the first test that asks for the database
+# stops the run with what to do (tests/conftest.py `NO_SERVERS_MESSAGE`).
 if "DATABASE_URL" not in os.environ:
-    raise ImproperlyConfigured(
-        "The tests need the test-profile servers: run `make test`, or first "
-        '`eval "$(bin/vera services start --profile test --print-env)"` then pytest.'
-    )
+    os.environ["VERA_TEST_NO_SERVERS"] = "1"
+    os.environ["DATABASE_URL"] = "postgres://no-test-servers@127.0.0.1:9/unavailable"
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:9/0")
 
 from .base import *  # noqa: F403
 from .base import BASE_DIR, DATABASES

@@ -1,0 +1,312 @@
+"""Search end to end: ingestion -> outbox -> index -> ranked, cited, time-aware hits."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from curation.services.sources import source_create
+from curation.tasks import ingest_now, process_outbox
+from retrieval.adapters.hashing_embedder import HashingEmbedder
+from retrieval.models import SearchDocument, SearchHit
+from retrieval.services.index import DimensionMismatch, index_claims
+from tenants import rls
+from tests.support.tenancy import Tenant
+
+pytestmark = pytest.mark.django_db
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+SIGNALS = {"relevance", "authority", "verification", "recency", "feedback", "confidence"}
+
+
+def _write(root: Path, name: str, text: str, at: dt.datetime = T0) -> None:
+    (root / name).write_text(text, encoding="utf-8")
+    os.utime(root / name, (at.timestamp(), at.timestamp()))
+
+
+def _ingest(tenant: Tenant, root: Path) -> None:
+    principal = tenant.principal(tenant.admin)
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=tenant.workspace.group_id, name="docs", kind="markdown",
+            config={"root": str(root)}, trust_tier=1,
+        )  # fmt: skip
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    process_outbox()
+
+
+@pytest.fixture
+def corpus(tenant_a: Tenant, tmp_path: Path) -> Tenant:
+    _write(tmp_path, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
+    _write(tmp_path, "ledger.md", "# Ledger\n\nThe ledger-db stores the double-entry books.\n")
+    _write(tmp_path, "hanoi.md", "# Hà Nội\n\nDịch vụ thanh toán chạy trên cụm máy chủ Hà Nội.\n")
+    _ingest(tenant_a, tmp_path)
+    tenant_a.root = tmp_path  # type: ignore[attr-defined]
+    return tenant_a
+
+
+def _search(client: Client, tenant: Tenant, **params: object) -> dict:
+    client.force_login(tenant.admin)
+    response = client.get("/api/v1/search", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_search_returns_ranked_cited_hits_with_their_signals(
+    corpus: Tenant, client: Client
+) -> None:
+    body = _search(client, corpus, q="where does billing-api run", k=5)
+    top = body["hits"][0]
+    assert top["predicate"] in {"RUNS_ON", "STATES"}
+    assert "k8s-prod-1" in top["fact"]
+    assert set(top["signals"]) == SIGNALS
+    assert all(0.0 <= v <= 1.0 for v in top["signals"].values())
+    assert top["citations"][0]["episode"] == "billing.md"
+    assert [h["score"] for h in body["hits"]] == sorted(
+        (h["score"] for h in body["hits"]), reverse=True
+    )
+    with rls.tenant_context(corpus.principal(corpus.admin)):
+        logged = SearchHit.objects.get(pk=top["id"])
+    assert logged.signals == top["signals"]
+
+
+def test_superseded_facts_are_hidden_now_and_visible_as_of_the_past(
+    corpus: Tenant, client: Client
+) -> None:
+    later = T0 + dt.timedelta(days=30)
+    _write(corpus.root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-2.\n", later)
+    principal = corpus.principal(corpus.admin)
+    with rls.tenant_context(principal):
+        from curation.models import Source
+
+        source = Source.objects.get(name="docs")
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    process_outbox()
+    now = _search(client, corpus, q="billing-api runs on", predicate="RUNS_ON")
+    assert [h["fact"] for h in now["hits"]] == ["The billing-api runs on k8s-prod-2."]
+    past = (T0 + dt.timedelta(days=1)).isoformat()
+    then = _search(client, corpus, q="billing-api runs on", predicate="RUNS_ON", as_of=past)
+    assert [(h["fact"], h["status"]) for h in then["hits"]] == [
+        ("The billing-api runs on k8s-prod-1.", "superseded")
+    ]
+
+
+def test_feedback_is_recorded_and_moves_the_feedback_signal(corpus: Tenant, client: Client) -> None:
+    first = _search(client, corpus, q="ledger-db double-entry books")["hits"][0]
+    assert first["signals"]["feedback"] == 0.5  # no votes: neutral
+    response = client.post(
+        "/api/v1/feedback",
+        {"hit_id": first["id"], "helpful": True},
+        content_type="application/json",
+    )
+    assert response.status_code == 201
+    again = _search(client, corpus, q="ledger-db double-entry books")["hits"]
+    same = next(h for h in again if h["claim_id"] == first["claim_id"])
+    assert same["signals"]["feedback"] == pytest.approx(2 / 3)
+
+
+def test_vietnamese_matches_by_its_exact_accented_form(corpus: Tenant, client: Client) -> None:
+    body = _search(client, corpus, q="Hà Nội")
+    assert "Hà Nội" in body["hits"][0]["fact"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": ""},
+        {"q": "   "},
+        {"q": "x" * 2001},
+        {"q": "a", "k": 0},
+        {"q": "a", "k": 101},
+        {"q": "a", "k": "ten"},
+        {"q": "a", "as_of": "yesterday"},
+        {"q": "a", "as_of": "2026-01-01T00:00:00"},
+        {"q": "a", "colour": "red"},
+        {"q": "a", "tier": 9},
+    ],
+)
+def test_bad_queries_are_400_with_a_message(corpus: Tenant, client: Client, params: dict) -> None:
+    client.force_login(corpus.admin)
+    response = client.get("/api/v1/search", params)
+    assert response.status_code == 400
+    assert response.json()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["billing & !ledger | run:*", "'; DROP TABLE claims; --", "\u202e\u0000billing\ufeff", "((("],
+)
+def test_query_syntax_and_unicode_tricks_are_just_text(
+    corpus: Tenant, client: Client, text: str
+) -> None:
+    client.force_login(corpus.admin)
+    response = client.get("/api/v1/search", {"q": text})
+    assert response.status_code in (200, 400)
+    if response.status_code == 400:
+        assert "q" in response.json()
+
+
+def test_another_tenant_finds_nothing(corpus: Tenant, tenant_b: Tenant, client: Client) -> None:
+    assert _search(client, tenant_b, q="billing-api")["hits"] == []
+
+
+def test_a_group_refuses_vectors_of_another_dimension(corpus: Tenant) -> None:
+    with rls.tenant_context(corpus.principal(corpus.admin)):
+        claim_id = SearchDocument.objects.values_list("claim_id", flat=True).first()
+        with pytest.raises(DimensionMismatch, match="Reprocess"):
+            index_claims(claim_ids=[claim_id], embedder=HashingEmbedder(dimension=384))
+
+
+def test_feedback_on_an_unknown_hit_is_404(corpus: Tenant, client: Client) -> None:
+    client.force_login(corpus.admin)
+    response = client.post(
+        "/api/v1/feedback", {"hit_id": 999999, "helpful": True}, content_type="application/json"
+    )
+    assert response.status_code == 404
+
+
+def test_reindex_with_a_new_model_needs_the_reset_and_then_repins(corpus: Tenant) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from retrieval.models import GroupEmbedding
+
+    out = StringIO()
+    call_command("search_reindex", "--group", corpus.workspace.group_id, stdout=out)
+    assert "indexed" in out.getvalue()
+    with pytest.raises(DimensionMismatch), rls.tenant_context(corpus.principal(corpus.admin)):
+        index_claims(
+            claim_ids=list(SearchDocument.objects.values_list("claim_id", flat=True)[:1]),
+            embedder=HashingEmbedder(dimension=384),
+        )
+    call_command(
+        "search_reindex", "--group", corpus.workspace.group_id, "--reset-model", stdout=out
+    )
+    with rls.tenant_context(corpus.principal(corpus.admin)):
+        assert GroupEmbedding.objects.get().dimension == 256
+
+
+def test_the_portal_search_box_uses_the_same_service(corpus: Tenant, client: Client) -> None:
+    client.force_login(corpus.viewer)
+    html = client.get("/search/", {"q": "billing-api k8s-prod-1"}).content.decode()
+    assert "k8s-prod-1" in html
+    assert "the query is empty" in client.get("/search/", {"q": " ", "k": "5"}).content.decode()
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[int] = []
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.calls.append(len(texts))
+        return super().embed(texts)
+
+
+def test_a_batch_is_embedded_in_one_model_call(tenant_a: Tenant, tmp_path: Path) -> None:
+    from curation.domain.outbox import Consumer
+    from curation.models import OutboxJob
+    from curation.services.outbox import outbox_process
+    from retrieval.adapters.embedders import CachedEmbedder
+    from retrieval.services.index import index_job, index_prepare
+
+    _write(tmp_path, "a.md", "# A\n\nThe api-a runs on node-1.\n")
+    _write(tmp_path, "b.md", "# B\n\nThe api-b runs on node-2.\n")
+    principal = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=tenant_a.workspace.group_id, name="docs", kind="markdown",
+            config={"root": str(tmp_path)}, trust_tier=1,
+        )  # fmt: skip
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    counting = CountingEmbedder()
+    cached = CachedEmbedder(counting)
+    with rls.tenant_context(principal):
+        jobs = OutboxJob.objects.filter(kind="claim.project", consumer="index").count()
+        outcome = outbox_process(
+            consumer=Consumer.INDEX,
+            handlers={"claim.project": lambda job: index_job(job, embedder=cached)},
+            prepare=lambda batch: index_prepare(batch, embedder=cached),
+        )
+    assert outcome == {"done": jobs}
+    assert counting.calls == [jobs]  # one call for the batch, every job a cache hit
+
+
+def test_retracted_facts_are_hidden_now_and_visible_as_of_the_past(
+    corpus: Tenant, client: Client
+) -> None:
+    from django.db import transaction
+
+    from curation.models import Claim
+    from curation.services.outbox import outbox_enqueue
+
+    retracted_at = T0 + dt.timedelta(days=10)
+    with rls.tenant_context(corpus.principal(corpus.admin)), transaction.atomic():
+        # What withdrawing a source does to its published claims: end them, re-project.
+        claim = Claim.objects.get(fact_text__contains="ledger-db stores")
+        Claim.objects.filter(pk=claim.pk).update(status="retracted", valid_to=retracted_at)
+        outbox_enqueue(
+            group_id=claim.group_id, kind="claim.project", payload={"claim_id": claim.pk}
+        )
+    process_outbox()
+    now = _search(client, corpus, q="ledger-db double-entry books")
+    assert claim.pk not in [hit["claim_id"] for hit in now["hits"]]
+    before = (retracted_at - dt.timedelta(days=1)).isoformat()
+    then = _search(client, corpus, q="ledger-db double-entry books", as_of=before)
+    assert (claim.pk, "retracted") in [(hit["claim_id"], hit["status"]) for hit in then["hits"]]
+    after = (retracted_at + dt.timedelta(days=1)).isoformat()
+    later = _search(client, corpus, q="ledger-db double-entry books", as_of=after)
+    assert claim.pk not in [hit["claim_id"] for hit in later["hits"]]
+
+
+def test_search_reports_its_steps_in_server_timing(corpus: Tenant, client: Client) -> None:
+    client.force_login(corpus.admin)
+    response = client.get("/api/v1/search", {"q": "billing-api"})
+    metrics = dict(part.strip().split(";dur=") for part in response["Server-Timing"].split(","))
+    assert {"lexical", "embed", "vector", "blend", "log", "app"} <= set(metrics)
+    assert all(float(ms) >= 0 for ms in metrics.values())
+    assert float(metrics["app"]) >= float(metrics["lexical"])
+
+
+def test_search_runs_a_fixed_number_of_queries_whatever_the_hit_count(
+    corpus: Tenant, client: Client
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(corpus.admin)
+    counts, hits = [], []
+    for k in (1, 10):
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get("/api/v1/search", {"q": "billing ledger Hà Nội", "k": k})
+        hits.append(len(response.json()["hits"]))
+        counts.append(len(queries))
+    assert hits[0] == 1 < hits[1]  # more hits, more citations to fetch...
+    assert counts[0] == counts[1]  # ... in the same queries
+
+
+class _BrokenEmbedder:
+    """An embedder whose provider is down (its circuit open)."""
+
+    model, dimension = "hashing-v1", 256
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        from kernel.resilience import CircuitOpen
+
+        raise CircuitOpen("embedder", retry_after_s=30.0)
+
+
+def test_search_answers_by_text_alone_when_the_query_embedding_fails(
+    corpus: Tenant, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval import bootstrap
+
+    providers = bootstrap.providers()
+    monkeypatch.setattr(type(providers), "embedder", lambda self: _BrokenEmbedder())
+    body = _search(client, corpus, q="ledger-db double-entry books")
+    assert body["degraded"] == ["vector"]
+    assert "ledger-db" in body["hits"][0]["fact"]

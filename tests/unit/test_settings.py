@@ -1,0 +1,56 @@
+"""Production settings are safe by default and refuse to start half-configured."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = (
+    "import django; django.setup(); from django.conf import settings as s; "
+    "print(s.DEBUG, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_SSL_REDIRECT, "
+    "s.ALLOWED_HOSTS, s.VERA_MEMORY__GRAPH_BACKEND)"
+)
+
+
+def _production(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "VERA_MEMORY"))}
+    clean.update(DJANGO_SETTINGS_MODULE="vera.settings.production", **env)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True
+    )
+
+
+def test_production_refuses_to_start_without_a_secret_key() -> None:
+    result = _production(DJANGO_ALLOWED_HOSTS="vera.example.org")
+    assert result.returncode != 0
+    assert "Set DJANGO_SECRET_KEY" in result.stderr
+
+
+def test_production_refuses_to_start_without_allowed_hosts() -> None:
+    result = _production(DJANGO_SECRET_KEY="x" * 50)
+    assert result.returncode != 0
+    assert "Set DJANGO_ALLOWED_HOSTS" in result.stderr
+
+
+def test_production_defaults_are_secure_and_use_neo4j() -> None:
+    result = _production(DJANGO_SECRET_KEY="x" * 50, DJANGO_ALLOWED_HOSTS="vera.example.org")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "False",
+        "True",
+        "True",
+        "True",
+        "['vera.example.org']",
+        "neo4j",
+    ]
+
+
+def test_a_malformed_boolean_is_a_clear_error() -> None:
+    result = _production(
+        DJANGO_SECRET_KEY="x" * 50, DJANGO_ALLOWED_HOSTS="h", DJANGO_SECURE_SSL_REDIRECT="maybe"
+    )
+    assert result.returncode != 0
+    assert "DJANGO_SECURE_SSL_REDIRECT='maybe' is not a boolean" in result.stderr
