@@ -14,14 +14,14 @@ from django.core.exceptions import ImproperlyConfigured
 from curation.domain.outbox import Consumer
 from curation.models import OutboxJob, Source
 from curation.ports import GraphProjection, ObjectStore
-from curation.services.ingest import Pipeline
+from curation.services.ingest import IngestAdapters
 from curation.services.outbox import Handler
 
 
 class Providers(Protocol):
     """What the composition root provides to curation's entrypoints."""
 
-    def pipeline_for(self, source: Source) -> Pipeline:
+    def ingest_adapters_for(self, source: Source) -> IngestAdapters:
         """The connector, extractors and stores for one source; ValueError if misconfigured."""
         ...
 

@@ -36,14 +36,14 @@ def ingest_now(
     with rls.tenant_context(principal):
         source = Source.objects.get(pk=source_id)
     try:
-        pipeline = bootstrap.providers().pipeline_for(source)
+        adapters = bootstrap.providers().ingest_adapters_for(source)
     except ValueError as error:  # unknown kind, missing secret, bad config
         report = IngestReport(source_id=source_id, error=str(error))
         with rls.tenant_context(principal):
             source_run_finished(source_id=source_id, report=report)
         return report
     return source_ingest(
-        source_id=source_id, principal=principal, pipeline=pipeline, on_progress=on_progress
+        source_id=source_id, actor=principal, adapters=adapters, on_progress=on_progress
     )
 
 

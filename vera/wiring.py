@@ -32,7 +32,7 @@ from curation.ports import (
     ObjectStore,
 )
 from curation.services import projection
-from curation.services.ingest import Pipeline
+from curation.services.ingest import IngestAdapters
 from curation.services.outbox import Handler
 from curation.services.sources import source_policy
 from retrieval.domain.ranking import Weights
@@ -308,7 +308,7 @@ class RetrievalProviders:
 class CurationProviders:
     """curation.bootstrap.Providers, built from settings."""
 
-    def pipeline_for(self, source: Source) -> Pipeline:
+    def ingest_adapters_for(self, source: Source) -> IngestAdapters:
         # The secret is checked and read first: a refused name fails the run before any
         # connector exists. The policy includes what an operator granted this source.
         secret = source_secret(source)
@@ -317,7 +317,7 @@ class CurationProviders:
         equivalence, contradiction = judges()
         # The embedder serves semantic entity resolution (exact -> trigram -> semantic);
         # without a judge, the ambiguous band becomes merge candidates, never a merge.
-        return Pipeline(
+        return IngestAdapters(
             connector=connector,
             store=object_store(),
             extractors=extractors_for(source),

@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Pipeline:
+class IngestAdapters:
     """The adapters one ingestion run uses (built by the composition root)."""
 
     connector: Connector
@@ -117,7 +117,7 @@ def _decode(record: SourceRecord) -> str:
 
 
 def _resolve(
-    source: Source, claim: ExtractedClaim, pipeline: Pipeline, cache: EntityCache
+    source: Source, claim: ExtractedClaim, adapters: IngestAdapters, cache: EntityCache
 ) -> NewClaim:
     def entity(name: str, entity_type: str) -> Entity:
         key = (source.group_id, normalize_name(name), entity_type)
@@ -129,8 +129,8 @@ def _resolve(
                 group_id=source.group_id,
                 name=name,
                 entity_type=entity_type,
-                embedder=None if lexical_only else pipeline.embedder,
-                judge=None if lexical_only else pipeline.equivalence,
+                embedder=None if lexical_only else adapters.embedder,
+                judge=None if lexical_only else adapters.equivalence,
             ).entity
         return cache[key]
 
@@ -169,11 +169,15 @@ def _retire_previous_revision(source: Source, episode: Episode) -> None:
 
 
 def _process(
-    source: Source, record: SourceRecord, episode: Episode, pipeline: Pipeline, cache: EntityCache
+    source: Source,
+    record: SourceRecord,
+    episode: Episode,
+    adapters: IngestAdapters,
+    cache: EntityCache,
 ) -> Counter[str]:
     text = _decode(record)
     extracted = [
-        claim for extractor in pipeline.extractors for claim in extractor.extract(record, text)
+        claim for extractor in adapters.extractors for claim in extractor.extract(record, text)
     ]
     decision = decide(
         Tier(source.trust_tier),
@@ -186,10 +190,10 @@ def _process(
         claim = claim_record(
             source=source,
             episode=episode,
-            new=_resolve(source, item, pipeline, cache),
+            new=_resolve(source, item, adapters, cache),
             decision=decision,
             valid_from=valid_from,
-            judge=pipeline.contradiction,
+            judge=adapters.contradiction,
         )
         counts[claim.status] += 1
     _retire_previous_revision(source, episode)
@@ -214,7 +218,7 @@ def _object_key(source: Source, digest: str) -> str:
     return f"{source.group_id}/{source.pk}/{digest}"
 
 
-def _failed_episode(source: Source, failure: RecordFailure, pipeline: Pipeline) -> bool:
+def _failed_episode(source: Source, failure: RecordFailure, adapters: IngestAdapters) -> bool:
     """Record a failure once per (artifact, content or reason); False if already recorded."""
     digest = content_hash(failure.content or f"failure:{failure.reason}".encode())
     if _seen(source, failure.external_id, digest):
@@ -222,7 +226,7 @@ def _failed_episode(source: Source, failure: RecordFailure, pipeline: Pipeline) 
     key = ""
     if failure.content:
         key = _object_key(source, digest)
-        pipeline.store.put(key, failure.content, content_type="application/octet-stream")
+        adapters.store.put(key, failure.content, content_type="application/octet-stream")
     Episode.objects.create(
         group_id=source.group_id,
         source=source,
@@ -239,14 +243,14 @@ def _failed_episode(source: Source, failure: RecordFailure, pipeline: Pipeline) 
 
 
 def _ingest_record(
-    source: Source, record: SourceRecord, pipeline: Pipeline, report: IngestReport
+    source: Source, record: SourceRecord, adapters: IngestAdapters, report: IngestReport
 ) -> None:
     digest = content_hash(record.content)
     if _seen(source, record.external_id, digest):
         report.unchanged += 1
         return
     key = _object_key(source, digest)
-    pipeline.store.put(key, record.content, content_type=record.mime or "application/octet-stream")
+    adapters.store.put(key, record.content, content_type=record.mime or "application/octet-stream")
     try:
         with transaction.atomic():
             episode = Episode.objects.create(
@@ -262,7 +266,7 @@ def _ingest_record(
                 fetched_at=timezone.now(),
                 status=EpisodeStatus.STORED,
             )
-            counts = _process(source, record, episode, pipeline, report.entities)
+            counts = _process(source, record, episode, adapters, report.entities)
             episode.status = EpisodeStatus.PROCESSED
             episode.claims_count = sum(counts.values())
             episode.save(update_fields=["status", "claims_count"])
@@ -273,43 +277,47 @@ def _ingest_record(
         if _seen(source, record.external_id, digest):
             report.unchanged += 1  # a concurrent run stored it first
             return
-        _reject(source, record, f"integrity error: {error}".splitlines()[0], pipeline, report)
+        _reject(source, record, f"integrity error: {error}".splitlines()[0], adapters, report)
         return
     except (RecordRejected, ValueError, DataError) as error:
         report.entities.clear()
-        _reject(source, record, str(error) or type(error).__name__, pipeline, report)
+        _reject(source, record, str(error) or type(error).__name__, adapters, report)
         return
     report.new += 1
     report.claims.update(counts)
 
 
 def _reject(
-    source: Source, record: SourceRecord, reason: str, pipeline: Pipeline, report: IngestReport
+    source: Source,
+    record: SourceRecord,
+    reason: str,
+    adapters: IngestAdapters,
+    report: IngestReport,
 ) -> None:
     logger.info("episode %s of source %s failed: %s", record.external_id, source.pk, reason)
     failure = RecordFailure(record.external_id, reason, url=record.url, content=record.content)
-    if _failed_episode(source, failure, pipeline):
+    if _failed_episode(source, failure, adapters):
         report.failed += 1
         report.failures.append((record.external_id, reason))
     else:
         report.unchanged += 1
 
 
-def ingest_page(
-    *, source_id: int, page: FetchPage, pipeline: Pipeline, report: IngestReport
+def source_ingest_page(
+    *, source_id: int, page: FetchPage, adapters: IngestAdapters, report: IngestReport
 ) -> None:
     """Store and process one page, then advance the cursor (call inside a transaction)."""
     source = Source.objects.select_for_update().get(pk=source_id)
     for item in page.items:
         with transaction.atomic():
             if isinstance(item, RecordFailure):
-                if _failed_episode(source, item, pipeline):
+                if _failed_episode(source, item, adapters):
                     report.failed += 1
                     report.failures.append((item.external_id, item.reason))
                 else:
                     report.unchanged += 1
             else:
-                _ingest_record(source, item, pipeline, report)
+                _ingest_record(source, item, adapters, report)
     if page.cursor is not None:
         Source.objects.filter(pk=source_id).update(cursor=page.cursor)
 
@@ -317,8 +325,8 @@ def ingest_page(
 def source_ingest(
     *,
     source_id: int,
-    principal: Principal,
-    pipeline: Pipeline,
+    actor: Principal,
+    adapters: IngestAdapters,
     on_progress: ProgressCallback | None = None,
 ) -> IngestReport:
     """Run the source's connector from its cursor; each page commits on its own.
@@ -327,13 +335,13 @@ def source_ingest(
     the admin shows is exactly what is committed; `on_progress` hears it after commit.
     """
     report = IngestReport(source_id=source_id)
-    with rls.tenant_context(principal):
+    with rls.tenant_context(actor):
         cursor = Source.objects.values_list("cursor", flat=True).get(pk=source_id)
         Source.objects.filter(pk=source_id).update(progress=report.progress("running"))
     try:
-        for page in pipeline.connector.pages(cursor=cursor):
-            with rls.tenant_context(principal):
-                ingest_page(source_id=source_id, page=page, pipeline=pipeline, report=report)
+        for page in adapters.connector.pages(cursor=cursor):
+            with rls.tenant_context(actor):
+                source_ingest_page(source_id=source_id, page=page, adapters=adapters, report=report)
                 report.pages += 1
                 Source.objects.filter(pk=source_id).update(progress=report.progress("running"))
             if on_progress is not None:
@@ -347,10 +355,10 @@ def source_ingest(
         logger.exception("ingestion of source %s stopped", source_id)
         report.error = f"{type(error).__name__}: {error}"[:2000]
     finally:
-        close = getattr(pipeline.connector, "close", None)
+        close = getattr(adapters.connector, "close", None)
         if callable(close):
             close()
-    with rls.tenant_context(principal):
+    with rls.tenant_context(actor):
         source_run_finished(source_id=source_id, report=report)
     return report
 
