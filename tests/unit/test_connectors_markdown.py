@@ -327,3 +327,14 @@ def test_invalid_utf8_fails_alone_when_committed_among_good_files(repo: Path) ->
     assert isinstance(items["broken.md"], RecordFailure)
     assert items["broken.md"].reason == "invalid UTF-8 at byte 3"
     assert items["good.md"].content == VIETNAMESE.encode()
+
+
+def test_a_git_ignored_folder_inside_a_checkout_is_read_by_mtime(repo: Path) -> None:
+    (repo / ".gitignore").write_text("/var/\n", encoding="utf-8")
+    _commit(repo, "ignore var")
+    ignored = repo / "var" / "demo"
+    ignored.mkdir(parents=True)
+    _write(ignored, "runbook.md", "# Runbook\n\nThe api runs on node-1.\n")
+    pages = list(MarkdownFolderConnector(ignored).pages(cursor=None))
+    assert list(_items(pages)) == ["runbook.md"]
+    assert pages[-1].cursor is not None and len(pages[-1].cursor) < 40  # an mtime, not a commit

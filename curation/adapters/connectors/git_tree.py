@@ -23,13 +23,19 @@ class GitTree:
 
     @classmethod
     def open(cls, folder: Path) -> GitTree | None:
-        """The tree if `folder` is inside a git work tree with at least one commit, else None."""
+        """The tree if `folder` is inside a git work tree with at least one commit, else None.
+
+        A git-ignored folder inside a checkout (e.g. `var/`) is no part of its history:
+        read by commits it would show nothing, so it is read by mtime instead (None).
+        """
         git = shutil.which("git")
         if git is None:
             return None
         tree = cls(folder, git)
         inside = tree._run("rev-parse", "--is-inside-work-tree", check=False)
         if inside is None or inside.strip() != b"true":
+            return None
+        if tree._run("check-ignore", "-q", ".", check=False) is not None:
             return None
         return tree if tree._run("rev-parse", "--verify", "-q", "HEAD", check=False) else None
 
