@@ -337,4 +337,4 @@ def test_a_git_ignored_folder_inside_a_checkout_is_read_by_mtime(repo: Path) -> 
     _write(ignored, "runbook.md", "# Runbook\n\nThe api runs on node-1.\n")
     pages = list(MarkdownFolderConnector(ignored).pages(cursor=None))
     assert list(_items(pages)) == ["runbook.md"]
-    assert pages[-1].cursor is not None and len(pages[-1].cursor) < 40  # an mtime, not a commit
+    assert (pages[-1].cursor or "").isdigit()  # an mtime cursor, not a commit
