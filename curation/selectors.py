@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.conf import settings
 from django.db.models import Count, Prefetch, Q, QuerySet
 
+from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
 from curation.domain.params import ClaimFilters
 from curation.domain.tiers import ClaimStatus
 from curation.domain.validity import EVER_VALID, VALID_NOW
@@ -98,14 +100,25 @@ def review_queue(
     )
 
 
+def functional_predicates() -> frozenset[str]:
+    """Predicates with one value at a time: a new value supersedes the published one."""
+    configured = getattr(settings, "VERA_FUNCTIONAL_PREDICATES", None)
+    return frozenset(configured) if configured else DEFAULT_FUNCTIONAL_PREDICATES
+
+
 def attach_current_values(claims: list[Claim]) -> list[Claim]:
     """Set `current_fact` on each claim: the published value it would supersede, if any.
 
-    One query for the page (a per-row subquery would run for the whole queue before
-    the page is cut).
+    Only a functional predicate's different value supersedes: a multi-valued predicate
+    keeps both, and the same value is a re-confirmation. The queue must not show a
+    conflict that publishing would not act on. One query for the page (a per-row
+    subquery would run for the whole queue before the page is cut).
     """
-    keys = {(claim.subject_id, claim.predicate) for claim in claims}
-    current: dict[tuple[int, str], str] = {}
+    functional = functional_predicates()
+    keys = {
+        (claim.subject_id, claim.predicate) for claim in claims if claim.predicate in functional
+    }
+    current: dict[tuple[int, str], tuple[str, str]] = {}
     if keys:
         condition = Q()
         for subject_id, predicate in keys:
@@ -113,12 +126,13 @@ def attach_current_values(claims: list[Claim]) -> list[Claim]:
         rows = (
             Claim.objects.filter(condition, status=ClaimStatus.PUBLISHED)
             .order_by("valid_from")
-            .values_list("subject_id", "predicate", "fact_text")
+            .values_list("subject_id", "predicate", "object_key", "fact_text")
         )
-        current = {(subject_id, predicate): fact for subject_id, predicate, fact in rows}
+        current = {(subject, predicate): (key, fact) for subject, predicate, key, fact in rows}
     for claim in claims:
+        key, fact = current.get((claim.subject_id, claim.predicate), (claim.object_key, None))
         # An attribute for the queue template only, not a field of Claim.
-        claim.current_fact = current.get((claim.subject_id, claim.predicate))  # type: ignore[attr-defined]
+        claim.current_fact = fact if key != claim.object_key else None  # type: ignore[attr-defined]
     return claims
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import transaction
 
 from curation.domain import supersession
-from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES, normalize_name
+from curation.domain.names import normalize_name
 from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus, Decision
 from curation.models import Claim, Entity, Episode, Evidence, Source
 from curation.ports import ContradictionJudge
+from curation.selectors import functional_predicates
 from curation.services.outbox import outbox_enqueue
 
 
@@ -36,11 +36,6 @@ def object_key(*, object_entity: Entity | None, object_literal: str | None) -> s
     if object_entity is not None:
         return f"e:{object_entity.pk}"
     return f"l:{normalize_name(object_literal or '')}"[:300]
-
-
-def functional_predicates() -> frozenset[str]:
-    configured = getattr(settings, "VERA_FUNCTIONAL_PREDICATES", None)
-    return frozenset(configured) if configured else DEFAULT_FUNCTIONAL_PREDICATES
 
 
 def _current_values(claim: Claim) -> list[supersession.CurrentValue]:

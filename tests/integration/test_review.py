@@ -302,3 +302,19 @@ def test_the_queue_shows_the_published_value_an_approval_would_supersede(
     client.force_login(tenant_a.reviewer)
     html = client.get("/review/", {"predicate": "RUNS_ON"}).content.decode()
     assert "<del>The billing-api runs on k8s-prod-1.</del>" in html
+
+
+def test_the_queue_shows_no_supersession_for_a_multi_valued_predicate(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    published, pending = tmp_path / "a", tmp_path / "b"
+    published.mkdir()
+    pending.mkdir()
+    (published / "x.md").write_text("# X\n\nThe billing-api depends on ledger-db.\n")
+    (pending / "y.md").write_text("# Y\n\nThe billing-api depends on auth-api.\n")
+    _ingest(tenant_a, published, tier=1, name="cmdb-like")
+    _ingest(tenant_a, pending, tier=3, name="wiki")
+    client.force_login(tenant_a.reviewer)
+    html = client.get("/review/", {"predicate": "DEPENDS_ON"}).content.decode()
+    assert "depends on auth-api" in html
+    assert "<del>" not in html  # approving keeps both values: nothing is superseded
