@@ -99,10 +99,14 @@ class Profile:
     @classmethod
     def named(cls, name: str) -> Profile:
         pg_default, redis_default = DEFAULT_PORTS[name]
+        # VERA_DEV_ROOT moves every profile's state elsewhere (the make-run browser test
+        # runs a whole fresh `make run` in a temporary folder on free ports).
+        root = os.environ.get("VERA_DEV_ROOT")
         return cls(
             name=name,
             pg_port=int(os.environ.get("VERA_DEV_PG_PORT", pg_default)),
             redis_port=int(os.environ.get("VERA_DEV_REDIS_PORT", redis_default)),
+            **({"root": Path(root).absolute()} if root else {}),
         )
 
     def secrets(self) -> dict[str, str]:

@@ -53,15 +53,28 @@ class Supervisor:
         return 0
 
     def stop(self) -> None:
+        """A warm stop: SIGTERM to each main process, then its whole group, then SIGKILL.
+
+        Only the main process is asked first: a Celery worker then finishes its running
+        task and stops its pool itself (signalling the group would kill the pool child
+        mid-task, a WorkerLostError). The group is signalled afterwards for what a main
+        process leaves behind, such as runserver's autoreloaded child.
+        """
         self.stopping.set()
         for child in self.children.values():
             if child.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.pid, signal.SIGTERM)
+                child.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 15
         for child in self.children.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for child in self.children.values():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, sig)
+            if sig == signal.SIGTERM:
+                time.sleep(0.5)
+        for child in self.children.values():
             if child.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.pid, signal.SIGKILL)
+                child.kill()
+                child.wait()
