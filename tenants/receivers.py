@@ -21,7 +21,7 @@ def _record(action: str, request: HttpRequest | None, user: Any) -> None:
     principal = principal_for_user(user.pk, label=f"user:{user.get_username()}")
     with rls.tenant_context(principal):
         audit_record(
-            principal=principal,
+            actor=principal,
             group_id=scope.group_id,
             action=action,
             target=("user", user.pk),

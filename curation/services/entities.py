@@ -287,7 +287,7 @@ def entity_merge(
     )
     reprojected = _reproject(entity, priority=priority)
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=entity.group_id,
         action="entity.merge",
         target=("entity", entity.pk),
@@ -312,7 +312,7 @@ def entity_unmerge(
     entity.save(update_fields=["merged_into"])
     reprojected = _reproject(entity, priority=priority)
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=entity.group_id,
         action="entity.unmerge",
         target=("entity", entity.pk),
@@ -373,7 +373,7 @@ def alias_unlink(*, actor: Principal, alias_id: int) -> Unlinked:
         .values_list("pk", flat=True)
     )
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=alias.group_id,
         action="entity.alias_unlink",
         target=("entity", entity.pk),

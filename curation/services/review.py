@@ -169,7 +169,7 @@ def review_approve(
     if edit:
         data["before"] = before
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=claim.group_id,
         action="review.edit_approve" if edit else "review.approve",
         target=("claim", claim.pk),
@@ -193,7 +193,7 @@ def _close(claim: Claim, actor: Principal, reason: str, *, action: str) -> Claim
     claim.status_reason = reason[:200]
     claim.save()
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=claim.group_id,
         action=action,
         target=("claim", claim.pk),
@@ -208,7 +208,7 @@ def proposal_accept(*, actor: Principal, claim_id: int, version: int) -> Outcome
     claim = _load(actor, claim_id, version, ClaimStatus.PROPOSED)
     outcome = _publish(claim, actor)
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=claim.group_id,
         action="proposal.accept",
         target=("claim", claim.pk),
@@ -238,7 +238,7 @@ def candidate_decide(*, actor: Principal, candidate_id: int, merge: bool) -> Mer
     else:
         candidate.status = MergeCandidate.Status.KEPT_APART
         audit_record(
-            principal=actor,
+            actor=actor,
             group_id=candidate.group_id,
             action="entity.keep_apart",
             target=("entity", candidate.entity_id),

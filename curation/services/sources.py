@@ -123,7 +123,7 @@ def source_create(
         schedule_seconds=schedule_seconds,
     )
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=group_id,
         action="source.create",
         target=("source", source.pk),
@@ -153,7 +153,7 @@ def source_update(*, actor: Principal, source_id: int, **changes: Any) -> Source
     )
     source.save(update_fields=[*changes])
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=source.group_id,
         action="source.update",
         target=("source", source.pk),
@@ -185,7 +185,7 @@ def source_reach_change(
     source.reach = reach_changed(before, hosts=hosts, file_roots=file_roots, remove=remove)
     source.save(update_fields=["reach"])
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=source.group_id,
         action="source.reach.narrow" if remove else "source.reach.widen",
         target=("source", source.pk),

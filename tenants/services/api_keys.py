@@ -71,7 +71,7 @@ def api_key_issue(
         expires_at=expires_at,
     )
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=scope.group_id,
         action="api_key.issue",
         target=("api_key", issued.key.prefix),
@@ -107,7 +107,7 @@ def api_key_revoke(*, actor: Principal, key_id: int, ip_address: str | None = No
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
         audit_record(
-            principal=actor,
+            actor=actor,
             group_id=key.group_id,
             action="api_key.revoke",
             target=("api_key", key.prefix),
@@ -135,7 +135,7 @@ def api_key_rotate(*, actor: Principal, key_id: int, ip_address: str | None = No
         rotated_from=old,
     )
     audit_record(
-        principal=actor,
+        actor=actor,
         group_id=old.group_id,
         action="api_key.rotate",
         target=("api_key", issued.key.prefix),

@@ -59,7 +59,7 @@ def membership_grant(
     system = Principal(label="system", roles={scope.group_id: Role.OWNER})
     with rls.tenant_context(actor or system) as who:
         audit_record(
-            principal=who,
+            actor=who,
             group_id=scope.group_id,
             action="role.grant",
             target=("user", user_id),
