@@ -141,7 +141,6 @@ def main() -> int:
     queries = [json.loads(line) for line in (EVAL / "queries.jsonl").open(encoding="utf-8")]
     queries = [q for q in queries if q["_id"] in qrels][: args.queries]
     embedder = bootstrap.providers().embedder()
-    weights = bootstrap.providers().weights()
     principal = principal_system("bench", group_ids=[group_id])
     scores: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     with rls.tenant_context(principal):
@@ -158,7 +157,7 @@ def main() -> int:
             fused = ranking.rrf(list(rankings.values()), k=1)
             fused_order = sorted(fused, key=lambda c: (-fused[c], c))
             blended = search(
-                query=Query(text=q["text"], k=50), embedder=embedder, weights=weights,
+                query=Query(text=q["text"], k=50), embedder=embedder,
                 now=timezone.now(),
             )  # fmt: skip
             methods = {

@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from curation.ports import Embedder
 from retrieval.domain.query import Query
-from retrieval.domain.ranking import Weights
+from retrieval.domain.ranking import WeightChoice
 from retrieval.domain.results import Result
 from retrieval.ports import Reranking
 
@@ -17,15 +17,21 @@ from retrieval.ports import Reranking
 class Search(Protocol):
     """Search with the configured embedder, weights and reranker bound: what entrypoints call."""
 
-    def __call__(self, *, query: Query, now: dt.datetime, user_id: int | None = None) -> Result: ...
+    def __call__(
+        self,
+        *,
+        query: Query,
+        now: dt.datetime,
+        user_id: int | None = None,
+        weights: WeightChoice | None = None,
+        record: bool = True,
+    ) -> Result: ...
 
 
 class Providers(Protocol):
     """What the composition root provides to retrieval's entrypoints."""
 
     def embedder(self) -> Embedder: ...
-
-    def weights(self) -> Weights: ...
 
     def reranking(self) -> Reranking | None: ...
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pgtrigger
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -204,7 +205,12 @@ class SearchHit(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    # The weight set that ranked it (version 0, no set: the built-in default).
+    weight_set = models.ForeignKey(
+        "WeightSet", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    weight_version = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     def __str__(self) -> str:
         return f"hit {self.pk} (claim {self.claim_id})"
@@ -229,3 +235,224 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{'+' if self.helpful else '-'} claim {self.claim_id}"
+
+
+# --- The learning loop: weight sets, calibration and golden-set evaluation -------------
+
+
+WEIGHTSET_CONTENT_FIELDS = (
+    "group_id", "version", "relevance", "authority", "verification", "recency", "feedback",
+    "confidence", "origin", "helpful", "unhelpful", "separations",
+)  # fmt: skip
+
+
+class WeightSet(models.Model):
+    """A versioned set of the six blend weights of one workspace, with its evidence.
+
+    Sets are never edited or deleted: calibration adds one, activation switches which
+    one ranks (exactly one active per workspace; none active means the built-in
+    default, version 0), and rolling back is activating an earlier one.
+    """
+
+    class Origin(models.TextChoices):
+        CALIBRATION = "calibration", "calibration"
+        MANUAL = "manual", "entered by an operator"
+
+    group_id = models.CharField(max_length=40)
+    version = models.PositiveIntegerField()
+    relevance = models.FloatField()
+    authority = models.FloatField()
+    verification = models.FloatField()
+    recency = models.FloatField()
+    feedback = models.FloatField()
+    confidence = models.FloatField()
+    origin = models.CharField(max_length=20, choices=Origin.choices)
+    helpful = models.PositiveIntegerField(default=0)  # samples per class behind it
+    unhelpful = models.PositiveIntegerField(default=0)
+    separations = models.JSONField(default=dict)  # signed mean difference per signal
+    active = models.BooleanField(default=False)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    activated_by = models.CharField(max_length=200, blank=True)  # who or what, last time
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["group_id", "version"], name="weightset_version"),
+            models.UniqueConstraint(
+                fields=["group_id"], condition=Q(active=True), name="weightset_one_active"
+            ),
+        ]
+        # What a set ranks with, and the evidence behind it, never change once stored.
+        triggers = [
+            pgtrigger.Protect(
+                name="weightset_content_immutable",
+                operation=pgtrigger.Update,
+                condition=pgtrigger.AnyChange(*WEIGHTSET_CONTENT_FIELDS),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"weights v{self.version} ({self.group_id})"
+
+
+class WeightActivation(models.Model):
+    """Each switch of a workspace's active weight set: the history the charts mark."""
+
+    group_id = models.CharField(max_length=40)
+    # None: back to the built-in default (version 0).
+    weight_set = models.ForeignKey(
+        WeightSet, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    previous = models.ForeignKey(
+        WeightSet, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        version = self.weight_set.version if self.weight_set else 0
+        return f"v{version} activated by {self.actor_label}"
+
+
+class LearningRun(models.Model):
+    """Fields every recorded calibration or evaluation run shares."""
+
+    class Trigger(models.TextChoices):
+        SCHEDULE = "schedule", "schedule"
+        COMMAND = "command", "command"
+        PORTAL = "portal", "portal"
+        TEST = "test", "test"
+
+    group_id = models.CharField(max_length=40)
+    # A re-delivered task carries the same key and finds the run it already recorded.
+    run_key = models.CharField(max_length=200, blank=True)
+    trigger = models.CharField(max_length=20, choices=Trigger.choices)
+    status = models.CharField(max_length=20)
+    message = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class CalibrationRun(LearningRun):
+    """One calibration: the samples it read and the candidate set it produced (if any)."""
+
+    class Status(models.TextChoices):
+        CANDIDATE = "candidate", "candidate stored"
+        ACTIVATED = "activated", "candidate stored and activated"
+        TOO_FEW_SAMPLES = "too_few_samples", "too few samples: weights unchanged"
+        NO_SIGNAL = "no_signal", "no signal separates: weights unchanged"
+
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    helpful = models.PositiveIntegerField(default=0)
+    unhelpful = models.PositiveIntegerField(default=0)
+    separations = models.JSONField(default=dict)
+    candidate = models.OneToOneField(
+        WeightSet, null=True, blank=True, on_delete=models.PROTECT, related_name="calibration"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["group_id", "run_key"],
+                condition=~Q(run_key=""),
+                name="calibrationrun_once_per_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"calibration {self.pk} ({self.status})"
+
+
+class GoldenQuery(models.Model):
+    """A query with known correct answers, evaluated through the real search."""
+
+    group_id = models.CharField(max_length=40)
+    key = models.CharField(max_length=200, help_text="a stable name, e.g. the BEIR query id")
+    text = models.TextField()
+    expected_claim_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    expected_episodes = ArrayField(
+        models.CharField(max_length=500), default=list, blank=True,
+        help_text="external ids of episodes a correct hit cites",
+    )  # fmt: skip
+    expected_texts = ArrayField(
+        models.TextField(), default=list, blank=True,
+        help_text="substrings a correct hit's fact or citation contains",
+    )  # fmt: skip
+    as_of = models.DateTimeField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "golden queries"
+        constraints = [
+            models.UniqueConstraint(fields=["group_id", "key"], name="goldenquery_key"),
+            models.CheckConstraint(
+                condition=~Q(expected_claim_ids=[], expected_episodes=[], expected_texts=[]),
+                name="goldenquery_expects_something",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.text[:60]}"
+
+
+class EvaluationRun(LearningRun):
+    """One run of a workspace's golden set: scores overall, per query, and what ranked."""
+
+    class Status(models.TextChoices):
+        PASSED = "passed", "passed"
+        FAILED = "failed", "below a floor"
+        EMPTY = "empty", "no golden queries"
+
+    weight_set = models.ForeignKey(
+        WeightSet, null=True, blank=True, on_delete=models.PROTECT, related_name="evaluations"
+    )
+    weight_version = models.PositiveIntegerField(default=0)
+    embedder_model = models.CharField(max_length=200, blank=True)
+    queries = models.PositiveIntegerField(default=0)
+    hit_at_1 = models.FloatField(default=0.0)
+    hit_at_3 = models.FloatField(default=0.0)
+    hit_at_10 = models.FloatField(default=0.0)
+    mrr = models.FloatField(default=0.0)
+    ndcg_at_10 = models.FloatField(default=0.0)
+    latency_p50_ms = models.FloatField(default=0.0)
+    latency_p95_ms = models.FloatField(default=0.0)
+    floors = models.JSONField(default=dict)
+    failures = models.JSONField(default=list)  # one sentence per metric below its floor
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["group_id", "run_key"],
+                condition=~Q(run_key=""),
+                name="evaluationrun_once_per_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"evaluation {self.pk} ({self.status})"
+
+
+class EvaluationResult(models.Model):
+    """One golden query's outcome in one evaluation run."""
+
+    group_id = models.CharField(max_length=40)
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="results")
+    golden = models.ForeignKey(
+        GoldenQuery, null=True, on_delete=models.SET_NULL, related_name="results"
+    )
+    query_text = models.TextField()
+    first_rank = models.PositiveSmallIntegerField(null=True)
+    reciprocal_rank = models.FloatField()
+    ndcg_at_10 = models.FloatField()
+    hit_at_10 = models.FloatField()
+    claim_ids = ArrayField(models.BigIntegerField(), default=list)  # the top 10, in order
+    latency_ms = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"{self.query_text[:40]}: nDCG@10 {self.ndcg_at_10:.2f}"

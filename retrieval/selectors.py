@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import Prefetch
 
 from curation.models import Claim, Evidence
+from retrieval.domain.ranking import SIGNALS, WeightChoice, Weights
 from retrieval.domain.results import Result
+from retrieval.models import WeightSet
 
 SNIPPET_CHARS = 500
 
@@ -34,7 +37,7 @@ class Citation:
 class CitedHit:
     """One ranked hit with its claim, signals, stage-3 score and citations."""
 
-    hit_id: int  # what a feedback vote names
+    hit_id: int | None  # what a feedback vote names (None: an unrecorded evaluation search)
     claim_id: int
     fact: str
     subject: str
@@ -49,6 +52,16 @@ class CitedHit:
     tier: int
     source_name: str
     citations: tuple[Citation, ...]
+    weight_version: int = 0  # the weight set that blended it (0: the built-in default)
+
+
+@dataclass(frozen=True)
+class WeightsUsed:
+    """The weight set one workspace's hits were blended with."""
+
+    group_id: str
+    version: int  # 0: the built-in default
+    weight_set_id: int | None
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,7 @@ class CitedResult:
     degraded: tuple[str, ...]
     hits: tuple[CitedHit, ...]
     timings: dict[str, float]  # ms per step
+    weights: tuple[WeightsUsed, ...] = ()
 
     @property
     def count(self) -> int:
@@ -92,6 +106,7 @@ def search_result_cited(*, result: Result) -> CitedResult:
             tier=claim.tier,
             source_name=claim.source.name,
             citations=tuple(_citation(evidence) for evidence in claim.evidence.all()),
+            weight_version=hit.weight_version,
         )
         for hit in result.hits
         # A claim deleted since the search logged its hit has nothing left to cite.
@@ -103,6 +118,10 @@ def search_result_cited(*, result: Result) -> CitedResult:
         degraded=result.degraded,
         hits=hits,
         timings=result.timings,
+        weights=tuple(
+            WeightsUsed(group_id=group, version=version, weight_set_id=set_id)
+            for group, (version, set_id) in result.weights.items()
+        ),
     )
 
 
@@ -121,3 +140,23 @@ def _citation(evidence: Evidence) -> Citation:
         span=(evidence.start, evidence.end) if evidence.start is not None else None,
         snippet=evidence.snippet[:SNIPPET_CHARS],
     )
+
+
+def weights_active(group_ids: Iterable[str]) -> dict[str, WeightChoice]:
+    """The active weight set of each visible workspace that has one (one indexed read).
+
+    Read inside the caller's transaction, under its RLS setting, so what blends a search
+    is whatever is active when it runs, in every process, with no cache to invalidate.
+    A workspace absent from the answer ranks with the built-in default (version 0).
+    """
+    rows = WeightSet.objects.filter(active=True, group_id__in=set(group_ids)).values_list(
+        "group_id", "pk", "version", *SIGNALS
+    )
+    return {
+        group_id: WeightChoice(
+            weights=Weights.from_mapping(dict(zip(SIGNALS, values, strict=True))),
+            version=version,
+            set_id=pk,
+        )
+        for group_id, pk, version, *values in rows
+    }

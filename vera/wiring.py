@@ -35,7 +35,6 @@ from curation.services import projection
 from curation.services.ingest import IngestAdapters
 from curation.services.outbox import Handler
 from curation.services.sources import source_policy
-from retrieval.domain.ranking import Weights
 from retrieval.ports import Reranker, Reranking
 from retrieval.services.index import index_job, index_prepare
 
@@ -289,9 +288,6 @@ class RetrievalProviders:
     def embedder(self) -> Embedder:
         return embedder()
 
-    def weights(self) -> Weights:
-        return Weights()
-
     def reranking(self) -> Reranking | None:
         return reranking()
 
@@ -301,7 +297,7 @@ class RetrievalProviders:
 
         # Bound per call through `self`: a test that swaps one provider swaps it here too.
         return functools.partial(
-            search, embedder=self.embedder(), weights=self.weights(), reranking=self.reranking()
+            search, embedder=self.embedder(), reranking=self.reranking()
         )
 
 

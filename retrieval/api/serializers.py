@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from retrieval.domain.ranking import SIGNALS
-from retrieval.selectors import Citation, CitedHit, CitedResult
+from retrieval.selectors import Citation, CitedHit, CitedResult, WeightsUsed
 
 
 class CitationSerializer(serializers.Serializer[Citation]):
@@ -47,6 +47,17 @@ class SearchHitSerializer(serializers.Serializer[CitedHit]):
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(allow_null=True)
     citations = CitationSerializer(many=True)
+    weight_version = serializers.IntegerField(
+        help_text="version of the weight set that blended this hit (0: the built-in default)"
+    )
+
+
+class WeightsUsedSerializer(serializers.Serializer[WeightsUsed]):
+    """The weight set a workspace's hits were blended with."""
+
+    group_id = serializers.CharField()
+    version = serializers.IntegerField(help_text="0: the built-in default")
+    weight_set_id = serializers.IntegerField(allow_null=True)
 
 
 class SearchResultSerializer(serializers.Serializer[CitedResult]):
@@ -60,3 +71,4 @@ class SearchResultSerializer(serializers.Serializer[CitedResult]):
         help_text="stage-1 halves that could not run (the query embedding failed)",
     )
     hits = SearchHitSerializer(many=True)
+    weights = WeightsUsedSerializer(many=True, help_text="per workspace with a hit")

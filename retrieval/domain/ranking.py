@@ -9,7 +9,7 @@ cross-encoder mixed in as (1 - w) * blend + w * ce.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Protocol
@@ -164,6 +164,22 @@ class Weights:
 DEFAULT_WEIGHTS = Weights()
 
 
+@dataclass(frozen=True)
+class WeightChoice:
+    """The weights one workspace ranks with, and which persisted set they are.
+
+    Version 0 (no set id) is the built-in default above; a workspace's calibrated or
+    restored sets count 1, 2, ... Every logged hit and search response names it.
+    """
+
+    weights: Weights = DEFAULT_WEIGHTS
+    version: int = 0
+    set_id: int | None = None
+
+
+DEFAULT_CHOICE = WeightChoice()
+
+
 def blend(signals: Signals, weights: Weights) -> float:
     """The weighted sum of the signals, in [0, 1]."""
     total = math.fsum(getattr(weights, name) * getattr(signals, name) for name in SIGNALS)
@@ -222,10 +238,15 @@ def rank[K: _Orderable](
     candidates: Mapping[K, CandidateFacts],
     *,
     now: datetime,
-    weights: Weights = DEFAULT_WEIGHTS,
+    weights: Weights | Callable[[K], Weights] = DEFAULT_WEIGHTS,
     half_life_s: float = HALF_LIFE_S,
 ) -> list[tuple[K, float, Signals]]:
-    """Candidates as (key, blended score, signals), best first; ties go to the lower key."""
+    """Candidates as (key, blended score, signals), best first; ties go to the lower key.
+
+    `weights` is one set for every candidate, or a function giving each candidate's own
+    (a search over several workspaces blends each hit with its workspace's set).
+    """
+    weights_of = weights if callable(weights) else (lambda _key: weights)
     relevance = min_max({key: facts.stage1 for key, facts in candidates.items()})
     ranked: list[tuple[K, float, Signals]] = []
     for key, facts in candidates.items():
@@ -238,6 +259,6 @@ def rank[K: _Orderable](
             feedback=laplace(facts.up, facts.down),
             confidence=facts.confidence,
         )
-        ranked.append((key, blend(signals, weights), signals))
+        ranked.append((key, blend(signals, weights_of(key)), signals))
     ranked.sort(key=lambda row: (-row[1], row[0]))
     return ranked

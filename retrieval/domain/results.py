@@ -11,12 +11,13 @@ from enum import StrEnum
 class Hit:
     """One ranked, cited result."""
 
-    hit_id: int
+    hit_id: int | None  # None when the search was not recorded (golden-set evaluation)
     claim_id: int
     score: float
     signals: dict[str, float]
     stage1: dict[str, int | None] = field(default_factory=dict)
     rerank: float | None = None  # the cross-encoder's score, when stage 3 read this hit
+    weight_version: int = 0  # the weight set that blended it (0: the built-in default)
 
 
 class Stage3(StrEnum):
@@ -36,3 +37,5 @@ class Result:
     stage3: Stage3 = Stage3.OFF
     timings: dict[str, float] = field(default_factory=dict)  # ms per step
     degraded: tuple[str, ...] = ()  # stage-1 halves that could not run ("vector")
+    # Per workspace with a hit: (weight-set version, set id or None for the default).
+    weights: dict[str, tuple[int, int | None]] = field(default_factory=dict)

@@ -106,7 +106,6 @@ def _fill(tenant: Tenant, root: Path) -> None:
         result = search(
             query=Query(text="where does the billing-api run"),
             embedder=providers.embedder(),
-            weights=providers.weights(),
             now=timezone.now(),
             user_id=tenant.admin.pk,
         )

@@ -2,7 +2,9 @@
 
 Stage 1 (`stage1`) runs the two halves of `sql`; stage 2 blends the fused candidates'
 signals (`retrieval.domain.ranking`); stage 3 lets the configured cross-encoder
-re-score the head. Every returned hit is logged with the signals it was ranked by.
+re-score the head. Every returned hit is logged with the signals it was ranked by and
+the weight set that blended them: each workspace's active set, read in the search's
+own transaction, so an activation counts from the next search in every process.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from retrieval.domain.query import Query
 from retrieval.domain.results import Hit, Result, Stage3
 from retrieval.models import SearchHit
 from retrieval.ports import RerankerError, Reranking
+from retrieval.selectors import weights_active
 from retrieval.services.search import sql
 from retrieval.services.search.timing import Stopwatch
 
@@ -119,20 +122,33 @@ def search(
     *,
     query: Query,
     embedder: Embedder | None,
-    weights: ranking.Weights,
     now: dt.datetime,
+    weights: ranking.WeightChoice | None = None,
     user_id: int | None = None,
     half_life_s: float = ranking.HALF_LIFE_S,
     reranking: Reranking | None = None,
+    record: bool = True,
 ) -> Result:
-    """Rank, cite and log: every returned hit's signal vector is stored for calibration."""
+    """Rank, cite and log: every returned hit's signal vector is stored for calibration.
+
+    `weights` None (what entrypoints pass) blends each hit with its workspace's active
+    set; a given choice blends every hit with it (evaluating a candidate set). With
+    `record` False nothing is logged (golden-set evaluation must not become feedback
+    samples) and the hits carry no hit id.
+    """
     watch = Stopwatch()
     rankings = stage1(query, embedder=embedder, watch=watch)
     with watch.step("blend"):
         fused = ranking.rrf(list(rankings.values()), k=1)
         docs = sql.documents(list(fused), with_text=reranking is not None)
+        choices = {} if weights else weights_active({d.group_id for d in docs.values()})
+        choice = {cid: choices.get(doc.group_id, weights or ranking.DEFAULT_CHOICE)
+                  for cid, doc in docs.items()}  # fmt: skip
         ranked = ranking.rank(
-            _candidates(query, fused, docs), weights=weights, now=now, half_life_s=half_life_s
+            _candidates(query, fused, docs),
+            weights=lambda claim_id: choice[claim_id].weights,
+            now=now,
+            half_life_s=half_life_s,
         )
     signals = {claim_id: row_signals for claim_id, _, row_signals in ranked}
     final = [(claim_id, score) for claim_id, score, _ in ranked]
@@ -142,22 +158,37 @@ def search(
         with watch.step("rerank"):
             final, ce, stage3 = _stage3(query, final, docs, reranking)
     query_id = uuid.uuid4()
-    with watch.step("log"):
-        logged = _log(query, query_id, final, docs, signals, user_id)
+    top = final[: query.k]
+    hit_ids: dict[int, int | None] = dict.fromkeys((cid for cid, _ in top), None)
+    if record:
+        with watch.step("log"):
+            hit_ids = {
+                row.claim_id: row.pk
+                for row in _log(query, query_id, top, docs, signals, choice, user_id)
+            }
     positions = {name: {cid: i for i, cid in enumerate(ids, 1)} for name, ids in rankings.items()}
     hits = [
         Hit(
-            hit_id=row.pk,
-            claim_id=row.claim_id,
-            score=row.score,
-            signals=row.signals,
-            stage1={name: where.get(row.claim_id) for name, where in positions.items()},
-            rerank=ce.get(row.claim_id),
+            hit_id=hit_ids[claim_id],
+            claim_id=claim_id,
+            score=score,
+            signals=signals[claim_id].as_dict(),
+            stage1={name: where.get(claim_id) for name, where in positions.items()},
+            rerank=ce.get(claim_id),
+            weight_version=choice[claim_id].version,
         )
-        for row in logged
+        for claim_id, score in top
     ]
     degraded = ("vector",) if embedder is not None and "vector" not in rankings else ()
-    return Result(query_id=query_id, hits=hits, stage3=stage3, timings=watch.ms, degraded=degraded)
+    used = {docs[cid].group_id: choice[cid] for cid, _ in top}
+    return Result(
+        query_id=query_id,
+        hits=hits,
+        stage3=stage3,
+        timings=watch.ms,
+        degraded=degraded,
+        weights={group: (c.version, c.set_id) for group, c in sorted(used.items())},
+    )
 
 
 def _log(
@@ -166,9 +197,10 @@ def _log(
     final: list[tuple[int, float]],
     docs: dict[int, sql.Candidate],
     signals: dict[int, ranking.Signals],
+    choice: dict[int, ranking.WeightChoice],
     user_id: int | None,
 ) -> list[SearchHit]:
-    """Store each returned hit with the signal vector it was ranked by (for calibration)."""
+    """Store each returned hit with its signal vector and weight set (for calibration)."""
     return SearchHit.objects.bulk_create(
         SearchHit(
             group_id=docs[claim_id].group_id,
@@ -178,7 +210,9 @@ def _log(
             rank=position,
             score=score,
             signals=signals[claim_id].as_dict(),
+            weight_set_id=choice[claim_id].set_id,
+            weight_version=choice[claim_id].version,
             user_id=user_id,
         )
-        for position, (claim_id, score) in enumerate(final[: query.k], start=1)
+        for position, (claim_id, score) in enumerate(final, start=1)
     )
