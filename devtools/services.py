@@ -111,8 +111,8 @@ def run(profile: Profile) -> int:
                  "--concurrency", "1"],
                 env,
             )  # fmt: skip
-        beat_schedule = str(profile.state / "celerybeat-schedule")
-        supervisor.spawn("beat", [*celery, "beat", "-l", "info", "-s", beat_schedule], env)
+        # The schedule is in the database (CELERY_BEAT_SCHEDULER): no schedule file.
+        supervisor.spawn("beat", [*celery, "beat", "-l", "info"], env)
         say(f"VERA is starting on http://127.0.0.1:{web_port}/ (Ctrl-C stops everything)")
         return supervisor.wait()
     finally:

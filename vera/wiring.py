@@ -296,9 +296,7 @@ class RetrievalProviders:
         from retrieval.services.search import search
 
         # Bound per call through `self`: a test that swaps one provider swaps it here too.
-        return functools.partial(
-            search, embedder=self.embedder(), reranking=self.reranking()
-        )
+        return functools.partial(search, embedder=self.embedder(), reranking=self.reranking())
 
 
 class CurationProviders:

@@ -161,7 +161,12 @@ def _episodes_by_document(group_id: str) -> dict[str, list[str]]:
 
 @transaction.atomic
 def golden_import_beir(
-    *, group_id: str, folder: Path, split: str = "test", query_ids: Iterable[str] | None = None
+    *,
+    group_id: str,
+    folder: Path,
+    split: str = "test",
+    query_ids: Iterable[str] | None = None,
+    limit: int | None = None,
 ) -> ImportReport:
     """Import a BEIR folder's judged queries, expected hits being their judged documents'
     episodes in this workspace. A query none of whose documents were ingested is skipped
@@ -183,6 +188,8 @@ def golden_import_beir(
             qid = str(row["_id"])
             if qid not in judged or (wanted is not None and qid not in wanted):
                 continue
+            if limit is not None and report.created + report.updated >= limit:
+                break
             matched = {e for doc in judged[qid] for e in episodes.get(doc, ())}
             if not matched:
                 report.skipped.append(f"query {qid}: none of its documents is an episode here")

@@ -31,11 +31,8 @@ class TenantCommand(BaseCommand):
             if user is None:
                 raise CommandError(f"no user named {options['as_user']!r}")
             return principal_for_user(user.pk, label=f"command:{user.get_username()}")
-        groups = options["group"]
-        known = set(Scope.objects.filter(group_id__in=groups).values_list("group_id", flat=True))
-        if unknown := sorted(set(groups) - known):
-            raise CommandError(f"unknown group id(s): {', '.join(unknown)}")
-        return Principal(label="command:operator", roles=dict.fromkeys(known, Role.OWNER))
+        groups = checked_groups(options["group"])
+        return Principal(label="command:operator", roles=dict.fromkeys(groups, Role.OWNER))
 
     def handle(self, *args: Any, **options: Any) -> None:
         with rls.tenant_context(self.principal(options)) as principal:
@@ -43,3 +40,11 @@ class TenantCommand(BaseCommand):
 
     def handle_tenant(self, principal: Principal, **options: Any) -> None:
         raise NotImplementedError
+
+
+def checked_groups(groups: list[str]) -> list[str]:
+    """The given group ids, or a CommandError naming those that do not exist."""
+    known = set(Scope.objects.filter(group_id__in=groups).values_list("group_id", flat=True))
+    if unknown := sorted(set(groups) - known):
+        raise CommandError(f"unknown group id(s): {', '.join(unknown)}")
+    return groups

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.mfa",
     "mozilla_django_oidc",
+    "django_celery_beat",
     "vera.apps.VeraConfig",
     "tenants.apps.TenantsConfig",
     "curation.apps.CurationConfig",
@@ -132,7 +133,13 @@ CELERY_TASK_ROUTES = {
     "curation.ingest_source": {"queue": "ingest"},
     "curation.schedule_sources": {"queue": "maintenance"},
     "vera.check_health": {"queue": "maintenance"},
+    "retrieval.calibrate_workspaces": {"queue": "maintenance"},
+    "retrieval.evaluate_workspaces": {"queue": "maintenance"},
 }
+# Beat reads its schedule from the database (django-celery-beat): the entries below are
+# written there at each start; the nightly learning jobs are rows a migration created,
+# which an operator reschedules in the admin (Periodic tasks) without a deploy.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 VERA_LANES = ("interactive", "projection", "ingest", "maintenance")
 # Load the embedding model in each worker process at start, not on its first task.
 VERA_WORKER_WARM_EMBEDDER = env_bool("VERA_WORKER_WARM_EMBEDDER", default=True)
@@ -140,6 +147,19 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Beat's liveness: a cheap task every minute proves broker -> worker -> Postgres/Redis/graph.
     "vera-health-every-minute": {"task": "vera.check_health", "schedule": 60.0},
 }
+
+# --- The learning loop: calibration from votes, golden-set evaluation -----------------
+# Votes on hits logged within this many days are calibration samples.
+VERA_LEARNING__WINDOW_DAYS = env_int("VERA_LEARNING__WINDOW_DAYS", default=30)
+# The spec's minimum-sample guard: helpful and unhelpful votes each need this many.
+VERA_LEARNING__MIN_SAMPLES = env_int("VERA_LEARNING__MIN_SAMPLES", default=30)
+# How far a calibration moves from the active weights towards the derived ones (0, 1].
+VERA_LEARNING__RATE = float(env_str("VERA_LEARNING__RATE", "1.0"))
+# Activate a calibrated candidate without an admin (when the guard passes and the golden
+# set, if any, does not score it lower). Off in production; local settings turn it on.
+VERA_LEARNING__AUTO_ACTIVATE = env_bool("VERA_LEARNING__AUTO_ACTIVATE", default=False)
+# Floors that fail an evaluation run, e.g. "ndcg_at_10=0.5,hit_at_10=0.8" (empty: none).
+VERA_LEARNING__FLOORS = env_str("VERA_LEARNING__FLOORS", "")
 
 # --- Graph projection (rebuildable from Postgres + object store) ---------------------
 VERA_MEMORY__GRAPH_BACKEND = env_str("VERA_MEMORY__GRAPH_BACKEND", "neo4j")

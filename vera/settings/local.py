@@ -30,3 +30,6 @@ VERA_SOURCES__FILE_ROOTS = env_list(
     "VERA_SOURCES__FILE_ROOTS",
     default=[tempfile.gettempdir(), str(BASE_DIR / "var" / "sources")],
 )
+
+# A developer sees calibration take effect without a second step.
+VERA_LEARNING__AUTO_ACTIVATE = env_bool("VERA_LEARNING__AUTO_ACTIVATE", default=True)

@@ -1,0 +1,49 @@
+"""Calibrate blend weights from logged votes, as the nightly job does, from a shell."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from retrieval.models import Feedback
+from retrieval.tasks import calibrate_groups, learning_window
+from tenants import rls
+from tenants.selectors import principal_system
+
+
+class Command(BaseCommand):
+    help = (
+        "Calibrate each workspace with votes in the window (or --group G); "
+        "--activate activates a candidate that passes the guard and the golden set."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--group", action="append", help="group id (repeatable)")
+        parser.add_argument(
+            "--activate",
+            action="store_true",
+            help="activate the candidate (unless the golden set scores it lower)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        groups = options["group"]
+        if groups:
+            known = set(
+                Scope.objects.filter(group_id__in=groups).values_list("group_id", flat=True)
+            )
+            if unknown := sorted(set(groups) - known):
+                raise CommandError(f"unknown group id(s): {', '.join(unknown)}")
+        else:
+            with rls.tenant_context(principal_system("calibrate")):
+                since = timezone.now() - learning_window()
+                votes = Feedback.objects.filter(hit__created_at__gte=since)
+                groups = sorted(set(votes.values_list("group_id", flat=True)))
+            if not groups:
+                self.stdout.write("no workspace has votes in the window; nothing to calibrate")
+                return
+        outcomes = calibrate_groups(groups, trigger="command", activate=options["activate"])
+        for group_id, outcome in outcomes.items():
+            self.stdout.write(f"{group_id}: {outcome}")

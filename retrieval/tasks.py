@@ -1,0 +1,148 @@
+"""Nightly learning jobs (maintenance lane): calibrate weights, evaluate golden sets.
+
+Beat sends them on the schedule in the database (django-celery-beat's PeriodicTask
+rows `retrieval-nightly-calibration` and `retrieval-nightly-evaluation`, created by a
+migration, editable in the admin without a deploy). Each covers every workspace that
+has something to learn from, one workspace at a time, and records a run per workspace
+keyed by the Celery task id: a re-delivered message finds its runs and does not repeat
+them. A workspace whose run is in progress elsewhere is skipped and reported.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from celery import current_task
+from django.conf import settings
+from django.utils import timezone
+
+from retrieval import bootstrap
+from retrieval.domain.evaluation import Floors
+from retrieval.models import Feedback, GoldenQuery, WeightSet
+from retrieval.services.calibration import RunInProgress, calibration_run
+from retrieval.services.evaluation import evaluation_run
+from tenants import rls
+from tenants.domain.access import Principal
+from tenants.selectors import principal_system
+from tenants.tasks import task
+
+logger = logging.getLogger(__name__)
+
+
+def parse_floors(text: str) -> Floors:
+    """`ndcg_at_10=0.5,hit_at_10=0.8` -> Floors (an empty text gates nothing)."""
+    minimums: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"floor {part!r} is not metric=value")
+        try:
+            minimums[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"floor {part!r}: {value!r} is not a number") from None
+    return Floors(minimums)
+
+
+def learning_window() -> dt.timedelta:
+    return dt.timedelta(days=settings.VERA_LEARNING__WINDOW_DAYS)
+
+
+def _run_key(prefix: str) -> str:
+    request_id = getattr(getattr(current_task, "request", None), "id", None)
+    return f"{prefix}:{request_id}" if request_id else ""
+
+
+def _groups_with(model: Any, since: dt.datetime | None = None) -> list[str]:
+    with rls.tenant_context(principal_system("learning")):
+        rows = model.objects.all()
+        if since is not None:
+            rows = rows.filter(created_at__gte=since)
+        if model is GoldenQuery:
+            rows = rows.filter(enabled=True)
+        return sorted(set(rows.values_list("group_id", flat=True)))
+
+
+def evaluator(
+    actor: Principal, *, trigger: str, run_key: str = ""
+) -> Callable[[WeightSet], object]:
+    """Evaluate a candidate set on its workspace's golden set (for auto-activation)."""
+
+    def evaluate(weight_set: WeightSet) -> object:
+        if not _has_golden(weight_set.group_id):
+            return None
+        return evaluation_run(
+            actor=actor, group_id=weight_set.group_id, search=bootstrap.search(),
+            embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
+            trigger=trigger, floors=parse_floors(settings.VERA_LEARNING__FLOORS),
+            weight_set_id=weight_set.pk, run_key=f"{run_key}:candidate" if run_key else "",
+        )  # fmt: skip
+
+    return evaluate
+
+
+def _has_golden(group_id: str) -> bool:
+    with rls.tenant_context(principal_system("learning", group_ids=[group_id])):
+        return GoldenQuery.objects.filter(group_id=group_id, enabled=True).exists()
+
+
+def calibrate_groups(
+    group_ids: list[str], *, trigger: str, run_key: str = "", activate: bool | None = None
+) -> dict[str, str]:
+    """One calibration per workspace; what happened to each (its status or why not)."""
+    outcomes: dict[str, str] = {}
+    now = timezone.now()
+    auto = settings.VERA_LEARNING__AUTO_ACTIVATE if activate is None else activate
+    for group_id in group_ids:
+        actor = principal_system("calibration", group_ids=[group_id])
+        try:
+            with rls.tenant_context(actor):
+                run = calibration_run(
+                    actor=actor, group_id=group_id, now=now, trigger=trigger, run_key=run_key,
+                    window=learning_window(),
+                    min_samples_per_class=settings.VERA_LEARNING__MIN_SAMPLES,
+                    learning_rate=settings.VERA_LEARNING__RATE, activate=auto,
+                    evaluate=evaluator(actor, trigger=trigger, run_key=run_key),
+                )  # fmt: skip
+        except RunInProgress as busy:
+            outcomes[group_id] = f"skipped: {busy}"
+            continue
+        outcomes[group_id] = f"{run.status}: {run.message}"
+    return outcomes
+
+
+def evaluate_groups(
+    group_ids: list[str], *, trigger: str, run_key: str = "", floors: Floors | None = None
+) -> dict[str, str]:
+    """One golden-set evaluation per workspace with the active weights."""
+    outcomes: dict[str, str] = {}
+    floors = floors if floors is not None else parse_floors(settings.VERA_LEARNING__FLOORS)
+    for group_id in group_ids:
+        actor = principal_system("evaluation", group_ids=[group_id])
+        try:
+            run = evaluation_run(
+                actor=actor, group_id=group_id, search=bootstrap.search(),
+                embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
+                trigger=trigger, floors=floors, run_key=run_key,
+            )  # fmt: skip
+        except RunInProgress as busy:
+            outcomes[group_id] = f"skipped: {busy}"
+            continue
+        outcomes[group_id] = f"{run.status}: {run.message}"
+    return outcomes
+
+
+@task(name="retrieval.calibrate_workspaces", acks_late=True)
+def calibrate_workspaces() -> dict[str, str]:
+    """Nightly: calibrate every workspace with votes on hits logged in the window."""
+    groups = _groups_with(Feedback, since=timezone.now() - learning_window())
+    return calibrate_groups(groups, trigger="schedule", run_key=_run_key("task"))
+
+
+@task(name="retrieval.evaluate_workspaces", acks_late=True)
+def evaluate_workspaces() -> dict[str, str]:
+    """Nightly: evaluate every workspace's golden set with its active weights."""
+    groups = _groups_with(GoldenQuery)
+    return evaluate_groups(groups, trigger="schedule", run_key=_run_key("task"))
