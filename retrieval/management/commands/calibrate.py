@@ -5,7 +5,7 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from retrieval.models import Feedback
@@ -31,11 +31,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         groups = options["group"]
         if groups:
-            known = set(
-                Scope.objects.filter(group_id__in=groups).values_list("group_id", flat=True)
-            )
-            if unknown := sorted(set(groups) - known):
-                raise CommandError(f"unknown group id(s): {', '.join(unknown)}")
+            checked_groups(groups)
         else:
             with rls.tenant_context(principal_system("calibrate")):
                 since = timezone.now() - learning_window()

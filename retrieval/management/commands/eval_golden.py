@@ -66,11 +66,7 @@ class Command(BaseCommand):
     def _groups(self, options: dict[str, Any]) -> list[str]:
         groups: list[str] | None = options["group"]
         if groups:
-            known = set(
-                Scope.objects.filter(group_id__in=groups).values_list("group_id", flat=True)
-            )
-            if unknown := sorted(set(groups) - known):
-                raise CommandError(f"unknown group id(s): {', '.join(unknown)}")
+            checked_groups(groups)
             return groups
         with rls.tenant_context(principal_system("eval_golden")):
             found = sorted(
