@@ -11,6 +11,7 @@ from django.utils import timezone
 from retrieval.models import Feedback
 from retrieval.tasks import calibrate_groups, learning_window
 from tenants import rls
+from tenants.management.tenant_command import checked_groups
 from tenants.selectors import principal_system
 
 

@@ -13,6 +13,7 @@ from retrieval.models import EvaluationRun, GoldenQuery, WeightSet
 from retrieval.services.evaluation import evaluation_run
 from retrieval.tasks import parse_floors
 from tenants import rls
+from tenants.management.tenant_command import checked_groups
 from tenants.selectors import principal_system
 
 
