@@ -12,12 +12,15 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Prefetch
+from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
 from curation.models import Claim, Evidence
-from retrieval.domain.ranking import SIGNALS, WeightChoice, Weights
+from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, WeightChoice, Weights
 from retrieval.domain.results import Result
-from retrieval.models import WeightSet
+from retrieval.models import EvaluationResult, EvaluationRun, WeightActivation, WeightSet
+from tenants.domain.access import Principal
+from tenants.domain.scopes import Role, ScopeKind
+from tenants.models import Scope
 
 SNIPPET_CHARS = 500
 
@@ -160,3 +163,159 @@ def weights_active(group_ids: Iterable[str]) -> dict[str, WeightChoice]:
         )
         for group_id, pk, version, *values in rows
     }
+
+
+# --- The Quality page: golden-set scores, weights over time, weight sets -------------------
+
+
+def workspaces_reviewable(principal: Principal) -> list[Scope]:
+    """Workspaces whose search quality the principal may see (reviewer or above), by name."""
+    return list(
+        Scope.objects.filter(
+            group_id__in=principal.groups_at_least(Role.REVIEWER), kind=ScopeKind.WORKSPACE
+        ).order_by("name", "pk")
+    )
+
+
+def _evaluations_scored(group_id: str) -> QuerySet[EvaluationRun]:
+    """Finished runs that scored something (a run of an empty golden set has no scores)."""
+    return EvaluationRun.objects.filter(group_id=group_id, finished_at__isnull=False).exclude(
+        status=EvaluationRun.Status.EMPTY
+    )
+
+
+@dataclass(frozen=True)
+class EvaluationPoint:
+    """One scored golden-set run as the quality chart plots it."""
+
+    run_id: int
+    at: dt.datetime  # when the run started
+    failed: bool  # a mean fell below its floor
+    weight_version: int
+    hit_at_10: float
+    mrr: float
+    ndcg_at_10: float
+
+
+def evaluation_points(*, group_id: str, since: dt.datetime | None) -> list[EvaluationPoint]:
+    """The workspace's scored runs started since `since` (None: all), oldest first."""
+    runs = _evaluations_scored(group_id)
+    if since is not None:
+        runs = runs.filter(started_at__gte=since)
+    rows = runs.order_by("started_at", "pk").values_list(
+        "pk", "started_at", "status", "weight_version", "hit_at_10", "mrr", "ndcg_at_10"
+    )
+    return [
+        EvaluationPoint(pk, at, status == EvaluationRun.Status.FAILED, version, hit, mrr, ndcg)
+        for pk, at, status, version, hit, mrr, ndcg in rows
+    ]
+
+
+@dataclass(frozen=True)
+class WeightsStep:
+    """The weights a workspace ranked with from `at` on, until the next step."""
+
+    at: dt.datetime | None  # None: from before anything was recorded
+    version: int  # 0: the built-in default
+    weights: dict[str, float]
+    actor_label: str = ""
+    reason: str = ""
+
+
+def _step(activation: WeightActivation) -> WeightsStep:
+    chosen = activation.weight_set
+    weights = (
+        {name: getattr(chosen, name) for name in SIGNALS} if chosen else DEFAULT_WEIGHTS.as_dict()
+    )
+    return WeightsStep(
+        at=activation.created_at,
+        version=chosen.version if chosen else 0,
+        weights=weights,
+        actor_label=activation.actor_label,
+        reason=activation.reason,
+    )
+
+
+def weights_timeline(*, group_id: str, since: dt.datetime | None) -> list[WeightsStep]:
+    """What ranked at `since` (None: at first, the default), then each activation after it."""
+    activations = (
+        WeightActivation.objects.filter(group_id=group_id)
+        .select_related("weight_set")
+        .order_by("created_at", "pk")
+    )
+    before = None
+    if since is not None:
+        before = activations.filter(created_at__lt=since).last()
+        activations = activations.filter(created_at__gte=since)
+    first = (
+        _step(before)
+        if before is not None
+        else WeightsStep(at=None, version=0, weights=DEFAULT_WEIGHTS.as_dict())
+    )
+    return [first, *(_step(activation) for activation in activations)]
+
+
+def evaluation_worst_queries(
+    *, group_id: str, limit: int = 10
+) -> tuple[EvaluationRun | None, list[EvaluationResult]]:
+    """The latest scored run and its `limit` worst queries, lowest nDCG@10 first."""
+    run = _evaluations_scored(group_id).order_by("-started_at", "-pk").first()
+    if run is None:
+        return None, []
+    results = run.results.order_by("ndcg_at_10", "reciprocal_rank", "query_text", "pk")
+    return run, list(results[:limit])
+
+
+@dataclass(frozen=True)
+class WeightSetRow:
+    """One row of a workspace's weight sets, the built-in default (version 0) included."""
+
+    weight_set_id: int | None  # None: the built-in default
+    version: int
+    origin: str
+    helpful: int
+    unhelpful: int
+    active: bool
+    weights: dict[str, float]
+    activated_at: dt.datetime | None
+    latest_ndcg_at_10: float | None  # its newest scored golden-set run, if any
+
+
+def weight_sets_evaluated(*, group_id: str) -> list[WeightSetRow]:
+    """The workspace's weight sets, newest first, then the default, each with its latest
+    golden-set nDCG@10 (the run `weight_set_activate` compares against)."""
+    latest = _evaluations_scored(group_id).order_by("-finished_at", "-pk").values("ndcg_at_10")
+    sets = (
+        WeightSet.objects.filter(group_id=group_id)
+        .annotate(latest_ndcg=Subquery(latest.filter(weight_set=OuterRef("pk"))[:1]))
+        .order_by("-version")
+    )
+    rows = [
+        WeightSetRow(
+            weight_set_id=weight_set.pk,
+            version=weight_set.version,
+            origin=weight_set.get_origin_display(),
+            helpful=weight_set.helpful,
+            unhelpful=weight_set.unhelpful,
+            active=weight_set.active,
+            weights={name: getattr(weight_set, name) for name in SIGNALS},
+            activated_at=weight_set.activated_at,
+            latest_ndcg_at_10=weight_set.latest_ndcg,
+        )
+        for weight_set in sets
+    ]
+    default = latest.filter(weight_set__isnull=True).first()
+    rows.append(
+        WeightSetRow(
+            weight_set_id=None,
+            version=0,
+            origin="built-in default",
+            helpful=0,
+            unhelpful=0,
+            active=not any(row.active for row in rows),
+            weights=DEFAULT_WEIGHTS.as_dict(),
+            activated_at=None,
+            latest_ndcg_at_10=default["ndcg_at_10"] if default else None,
+        )
+    )
+    return rows
