@@ -23,7 +23,9 @@ class Command(TenantCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         super().add_arguments(parser)
-        parser.add_argument("--into", required=True, help="the workspace's group id")
+        parser.add_argument(
+            "--into", help="the workspace's group id (default: the one --group / user's workspace)"
+        )
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--jsonl", type=Path)
         source.add_argument("--beir", type=Path)
@@ -32,6 +34,11 @@ class Command(TenantCommand):
 
     def handle_tenant(self, principal: Principal, **options: Any) -> None:
         group_id = options["into"]
+        if group_id is None:
+            administered = principal.groups_at_least(Role.ADMIN)
+            if len(administered) != 1:
+                raise CommandError("name the workspace with --into GROUP_ID")
+            group_id = administered[0]
         if not principal.can(Role.ADMIN, group_id):
             raise CommandError(f"importing golden queries needs the admin role in {group_id}")
         try:
