@@ -29,7 +29,10 @@ from curation.services.entities import entity_resolve
 from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.adapters.hashing_embedder import HashingEmbedder
+from retrieval.services.calibration import calibration_run
+from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.search import Query, feedback_record, search
+from retrieval.services.weights import weight_set_activate
 from tenants import rls
 from tenants.domain.access import Principal
 from tests.support.tenancy import Tenant, make_tenant, markdown_source
@@ -109,7 +112,27 @@ def _fill(tenant: Tenant, root: Path) -> None:
             now=timezone.now(),
             user_id=tenant.admin.pk,
         )
+        assert result.hits[0].hit_id is not None
         feedback_record(hit_id=result.hits[0].hit_id, helpful=True, user_id=tenant.admin.pk)
+        # The learning loop: a golden query, a calibration (its candidate weight set),
+        # its activation, and an evaluation with its per-query result.
+        group_id = tenant.workspace.group_id
+        golden_import_jsonl(
+            group_id=group_id,
+            lines=['{"key": "b", "query": "billing-api", "expected_texts": ["k8s-prod-1"]}'],
+        )
+        assert len(result.hits) > 1
+        feedback_record(hit_id=result.hits[-1].hit_id, helpful=False, user_id=tenant.admin.pk)
+        run = calibration_run(
+            actor=principal, group_id=group_id, now=timezone.now(), trigger="test",
+            min_samples_per_class=1,
+        )  # fmt: skip
+        assert run.candidate is not None, run.message
+        weight_set_activate(actor=principal, weight_set_id=run.candidate.pk, confirm=True)
+        evaluation_run(
+            actor=principal, group_id=group_id, search=retrieval_bootstrap.search(),
+            embedder_model="hashing", now=timezone.now(), trigger="test",
+        )  # fmt: skip
 
 
 def _tenant_tables() -> tuple[str, ...]:
