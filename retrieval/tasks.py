@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from celery import current_task
 from django.conf import settings
@@ -55,14 +54,18 @@ def _run_key(prefix: str) -> str:
     return f"{prefix}:{request_id}" if request_id else ""
 
 
-def _groups_with(model: Any, since: dt.datetime | None = None) -> list[str]:
+def groups_with_votes(since: dt.datetime) -> list[str]:
+    """Workspaces with votes on hits logged since then (the samples calibration reads)."""
     with rls.tenant_context(principal_system("learning")):
-        rows = model.objects.all()
-        if since is not None:
-            rows = rows.filter(created_at__gte=since)
-        if model is GoldenQuery:
-            rows = rows.filter(enabled=True)
-        return sorted(set(rows.values_list("group_id", flat=True)))
+        votes = Feedback.objects.filter(hit__created_at__gte=since)
+        return sorted(set(votes.values_list("group_id", flat=True)))
+
+
+def groups_with_golden() -> list[str]:
+    """Workspaces with enabled golden queries."""
+    with rls.tenant_context(principal_system("learning")):
+        golden = GoldenQuery.objects.filter(enabled=True)
+        return sorted(set(golden.values_list("group_id", flat=True)))
 
 
 def evaluator(
@@ -109,6 +112,10 @@ def calibrate_groups(
         except RunInProgress as busy:
             outcomes[group_id] = f"skipped: {busy}"
             continue
+        except Exception as error:  # one workspace's failure must not end the others' run
+            logger.exception("calibration of %s failed", group_id)
+            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
+            continue
         outcomes[group_id] = f"{run.status}: {run.message}"
     return outcomes
 
@@ -130,6 +137,10 @@ def evaluate_groups(
         except RunInProgress as busy:
             outcomes[group_id] = f"skipped: {busy}"
             continue
+        except Exception as error:  # one workspace's failure must not end the others' run
+            logger.exception("evaluation of %s failed", group_id)
+            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
+            continue
         outcomes[group_id] = f"{run.status}: {run.message}"
     return outcomes
 
@@ -137,12 +148,12 @@ def evaluate_groups(
 @task(name="retrieval.calibrate_workspaces", acks_late=True)
 def calibrate_workspaces() -> dict[str, str]:
     """Nightly: calibrate every workspace with votes on hits logged in the window."""
-    groups = _groups_with(Feedback, since=timezone.now() - learning_window())
+    groups = groups_with_votes(timezone.now() - learning_window())
     return calibrate_groups(groups, trigger="schedule", run_key=_run_key("task"))
 
 
 @task(name="retrieval.evaluate_workspaces", acks_late=True)
 def evaluate_workspaces() -> dict[str, str]:
     """Nightly: evaluate every workspace's golden set with its active weights."""
-    groups = _groups_with(GoldenQuery)
+    groups = groups_with_golden()
     return evaluate_groups(groups, trigger="schedule", run_key=_run_key("task"))

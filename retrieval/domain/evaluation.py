@@ -6,7 +6,7 @@ A golden query names what a correct hit is, in up to three ways (any one suffice
   what a BEIR import maps its judged documents to);
 - texts: the hit's fact, or one of its citations' snippets or episode ids, contains one
   of these substrings (case-insensitive), the spec's "substrings a correct answer must
-  contain".
+  contain". The texts are ways to recognise one answer, so together they count as one.
 
 Scores use binary relevance over the *distinct answers* a ranking reaches, so two hits
 citing the same judged document count once (as in BEIR, where documents are judged):
@@ -40,8 +40,9 @@ class Expectation:
 
     @property
     def size(self) -> int:
-        """How many distinct answers exist (the ideal DCG's length)."""
-        return len(self.claim_ids) + len(self.episodes) + len(self.texts)
+        """How many distinct answers exist (the ideal DCG's length): each claim, each
+        episode, and the texts together as one."""
+        return len(self.claim_ids) + len(self.episodes) + (1 if self.texts else 0)
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,9 @@ def answers(hit: ScoredHit, expected: Expectation) -> frozenset[str]:
         found.add(f"claim:{hit.claim_id}")
     found.update(f"episode:{episode}" for episode in expected.episodes & set(hit.episodes))
     if expected.texts:
-        haystacks = [hit.fact, *hit.snippets, *hit.episodes]
-        lowered = [text.casefold() for text in haystacks]
-        for text in expected.texts:
-            needle = text.casefold()
-            if any(needle in hay for hay in lowered):
-                found.add(f"text:{text}")
+        lowered = [text.casefold() for text in (hit.fact, *hit.snippets, *hit.episodes)]
+        if any(text.casefold() in hay for text in expected.texts for hay in lowered):
+            found.add("text")
     return frozenset(found)
 
 
@@ -139,10 +137,19 @@ class Floors:
     def failures(self, means: Mapping[str, float]) -> list[str]:
         """One sentence per metric below its floor (empty: the run passes)."""
         return [
-            f"{name} {means[name]:.4f} is below the floor {floor:.4f}"
+            f"{name} {_shown(means[name], floor)} is below the floor {floor:.4f}"
             for name, floor in sorted(self.minimums.items())
             if means[name] < floor
         ]
+
+
+def _shown(value: float, floor: float) -> str:
+    """The value with enough digits that it never reads as equal to its floor."""
+    for digits in (4, 6, 9):
+        text = f"{value:.{digits}f}"
+        if float(text) < floor:
+            return text
+    return repr(value)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

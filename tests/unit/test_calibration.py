@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -14,7 +15,7 @@ from retrieval.domain.calibration import (
     FeedbackSample,
     calibrate,
 )
-from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, Signals
+from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, Signals, Weights
 
 
 def _sample(*, helpful: bool, **signals: float) -> FeedbackSample:
@@ -147,3 +148,134 @@ def test_weights_follow_positive_separations_when_given_any_feedback(
     positive = {name: sep for name, sep in result.separations.items() if weights[name] > 0}
     total = math.fsum(positive.values())
     assert all(weights[name] == pytest.approx(sep / total) for name, sep in positive.items())
+
+
+# --- properties of the rule over generated signal vectors -----------------------------------
+
+_vector = st.builds(Signals, **dict.fromkeys(SIGNALS, _unit))
+_rate = st.floats(min_value=0.01, max_value=0.99)
+_previous = (
+    st.lists(_unit, min_size=len(SIGNALS), max_size=len(SIGNALS))
+    .filter(any)
+    .map(lambda values: Weights.from_mapping(dict(zip(SIGNALS, values, strict=True))))
+)
+
+
+def _class(
+    vectors: list[Signals], name: str, values: list[float], *, helpful: bool
+) -> list[FeedbackSample]:
+    """One class of samples: each vector with signal `name` replaced by its value."""
+    return [
+        FeedbackSample(dataclasses.replace(vector, **{name: value}), helpful)
+        for vector, value in zip(vectors, values, strict=True)
+    ]
+
+
+@st.composite
+def _separating(draw: st.DrawFn, *, others_equal: bool = False) -> tuple[str, list[FeedbackSample]]:
+    """A signal above 0.6 on every helpful hit and below 0.4 on every unhelpful one; the
+    other signals arbitrary, or (`others_equal`) the same vectors in both classes."""
+    name = draw(st.sampled_from(SIGNALS))
+    helpful = draw(st.lists(_vector, min_size=1, max_size=12))
+    unhelpful = helpful if others_equal else draw(st.lists(_vector, min_size=1, max_size=12))
+    high = draw(st.lists(st.floats(0.6, 1.0), min_size=len(helpful), max_size=len(helpful)))
+    low = draw(st.lists(st.floats(0.0, 0.4), min_size=len(unhelpful), max_size=len(unhelpful)))
+    samples = _class(helpful, name, high, helpful=True)
+    return name, samples + _class(unhelpful, name, low, helpful=False)
+
+
+@given(_separating())
+def test_separating_signal_gains_weight_when_helpful_hits_score_higher_on_it(
+    case: tuple[str, list[FeedbackSample]],
+) -> None:
+    name, samples = case
+    result = calibrate(samples, min_samples_per_class=1)
+    assert result is not None
+    assert result.separations[name] >= 0.2
+    assert getattr(result.weights, name) > 0.0
+
+
+@given(_separating(others_equal=True), _previous, _rate)
+def test_separating_signal_gains_on_previous_weights_when_learning_rate_below_one(
+    case: tuple[str, list[FeedbackSample]], previous: Weights, rate: float
+) -> None:
+    name, samples = case
+    result = calibrate(samples, min_samples_per_class=1, previous=previous, learning_rate=rate)
+    assert result is not None
+    # Only `name` separates, so the derived weights are all on it and the blend moves
+    # `rate` of the way there: it gains, every other signal gives up the same share.
+    old, new = previous.as_dict(), result.weights.as_dict()
+    assert new[name] == pytest.approx(old[name] + rate * (1 - old[name]))
+    assert new[name] >= old[name]
+    assert all(new[n] == pytest.approx((1 - rate) * old[n]) for n in SIGNALS if n != name)
+
+
+@st.composite
+def _flat_and_separating(
+    draw: st.DrawFn, *, helpful_lower: bool
+) -> tuple[str, str, list[FeedbackSample]]:
+    """Signal `flat` does not separate: its helpful values are the unhelpful ones shuffled
+    (identically distributed) or (`helpful_lower`) each lowered; `other` separates, so
+    the rule has something to weigh and must still give `flat` nothing."""
+    flat, other = draw(st.lists(st.sampled_from(SIGNALS), min_size=2, max_size=2, unique=True))
+    unhelpful_flat = draw(st.lists(_unit, min_size=1, max_size=12))
+    n = len(unhelpful_flat)
+    if helpful_lower:
+        cuts = draw(st.lists(_unit, min_size=n, max_size=n))
+        helpful_flat = [
+            max(0.0, value - cut) for value, cut in zip(unhelpful_flat, cuts, strict=True)
+        ]
+    else:
+        helpful_flat = draw(st.permutations(unhelpful_flat))
+    vectors = draw(st.lists(_vector, min_size=2 * n, max_size=2 * n))
+    helpful = _class(vectors[:n], flat, helpful_flat, helpful=True)
+    unhelpful = _class(vectors[n:], flat, unhelpful_flat, helpful=False)
+    samples = [
+        FeedbackSample(
+            dataclasses.replace(s.signals, **{other: 0.9 if s.helpful else 0.1}), s.helpful
+        )
+        for s in helpful + unhelpful
+    ]
+    return flat, other, samples
+
+
+@given(_flat_and_separating(helpful_lower=False))
+def test_signal_gets_no_weight_when_identically_distributed_across_classes(
+    case: tuple[str, str, list[FeedbackSample]],
+) -> None:
+    flat, other, samples = case
+    result = calibrate(samples, min_samples_per_class=1)
+    assert result is not None
+    assert result.separations[flat] == 0.0
+    assert getattr(result.weights, flat) == 0.0
+    assert getattr(result.weights, other) > 0.0
+
+
+@given(_flat_and_separating(helpful_lower=True))
+def test_signal_gets_no_weight_when_never_higher_on_helpful_hits(
+    case: tuple[str, str, list[FeedbackSample]],
+) -> None:
+    flat, other, samples = case
+    result = calibrate(samples, min_samples_per_class=1)
+    assert result is not None
+    assert result.separations[flat] <= 0.0
+    assert getattr(result.weights, flat) == 0.0
+    assert getattr(result.weights, other) > 0.0
+
+
+@given(_separating(), st.integers(1, 40), st.sampled_from([None, True, False]), _rate)
+def test_nothing_changes_when_either_class_is_below_the_minimum(
+    case: tuple[str, list[FeedbackSample]], shortfall: int, emptied: bool | None, rate: float
+) -> None:
+    _, samples = case
+    if emptied is not None:  # the extreme case: no votes at all of one kind
+        samples = [s for s in samples if s.helpful != emptied]
+    smaller = min(sum(s.helpful for s in samples), sum(not s.helpful for s in samples))
+    # Even a signal that separates perfectly moves nothing while the guard holds.
+    result = calibrate(
+        samples,
+        min_samples_per_class=smaller + shortfall,
+        previous=DEFAULT_WEIGHTS,
+        learning_rate=rate,
+    )
+    assert result is None

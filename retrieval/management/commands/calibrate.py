@@ -8,11 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from retrieval.models import Feedback
-from retrieval.tasks import calibrate_groups, learning_window
-from tenants import rls
+from retrieval.tasks import calibrate_groups, groups_with_votes, learning_window
 from tenants.management.tenant_command import checked_groups
-from tenants.selectors import principal_system
 
 
 class Command(BaseCommand):
@@ -34,10 +31,7 @@ class Command(BaseCommand):
         if groups:
             checked_groups(groups)
         else:
-            with rls.tenant_context(principal_system("calibrate")):
-                since = timezone.now() - learning_window()
-                votes = Feedback.objects.filter(hit__created_at__gte=since)
-                groups = sorted(set(votes.values_list("group_id", flat=True)))
+            groups = groups_with_votes(timezone.now() - learning_window())
             if not groups:
                 self.stdout.write("no workspace has votes in the window; nothing to calibrate")
                 return
