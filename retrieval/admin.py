@@ -1,13 +1,39 @@
-"""Django admin for retrieval: the index, logged hits, votes and embedding pins (read-only)."""
+"""Django admin for retrieval: the index, logged hits, votes and embedding pins (read-only),
+and the learning loop: weight sets (switched by actions), runs (read-only), golden queries."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import Any, cast
+from urllib.parse import urlencode
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
-from retrieval.models import Feedback, GroupEmbedding, SearchDocument, SearchHit
+from retrieval.domain.query import MAX_QUERY_CHARS
+from retrieval.models import (
+    CalibrationRun,
+    EvaluationResult,
+    EvaluationRun,
+    Feedback,
+    GoldenQuery,
+    GroupEmbedding,
+    SearchDocument,
+    SearchHit,
+    WeightActivation,
+    WeightSet,
+)
+from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
 from tenants.admin import WrittenByServices
+from tenants.domain.access import ANONYMOUS, Principal
+from tenants.domain.scopes import Role, ScopeKind
+from tenants.middleware import request_principal
+from tenants.models import Scope
+from tenants.services.scopes import PermissionDenied
 
 
 class ReadOnlyAdmin(WrittenByServices, admin.ModelAdmin[Any]):
@@ -40,3 +66,217 @@ class FeedbackAdmin(ReadOnlyAdmin):
 @admin.register(GroupEmbedding)
 class GroupEmbeddingAdmin(ReadOnlyAdmin):
     list_display = ["group_id", "model", "dimension", "created_at"]
+
+
+# --- The learning loop -------------------------------------------------------------------
+
+
+REASON = "admin action"  # what the audit trail and the activation history record
+
+
+def _quality_url(group_id: str | None = None) -> str:
+    url = reverse("search:quality")
+    return f"{url}?{urlencode({'group': group_id})}" if group_id else url
+
+
+class LinkedToQualityAdmin(ReadOnlyAdmin):
+    """A read-only changelist that links to the portal's Quality page (charts, confirmation)."""
+
+    change_list_template = "admin/retrieval/quality_change_list.html"
+
+    @admin.display(description="quality")
+    def quality_link(self, obj: WeightSet | EvaluationRun) -> str:
+        return format_html('<a href="{}">Quality page</a>', _quality_url(obj.group_id))
+
+
+@admin.register(WeightSet)
+class WeightSetAdmin(LinkedToQualityAdmin):
+    """Weight sets: stored by calibration, switched only by the weights use cases.
+
+    An action cannot ask "are you sure?", so an activation the golden set doubts is
+    refused here with the reason; the Quality page asks and confirms.
+    """
+
+    list_display = ["__str__", "group_id", "origin", "active", "activated_at", "activated_by",
+                    "helpful", "unhelpful", "created_at", "quality_link"]  # fmt: skip
+    list_filter = ["active", "origin"]
+    search_fields = ["group_id"]
+    actions = ["activate_selected", "reset_to_default"]
+
+    @admin.action(description="Activate the selected weight set (one per workspace)")
+    def activate_selected(self, request: HttpRequest, queryset: QuerySet[WeightSet]) -> None:
+        actor = request_principal(request)
+        chosen = list(queryset.order_by("group_id", "version"))
+        per_group = Counter(weight_set.group_id for weight_set in chosen)
+        for weight_set in chosen:
+            if per_group[weight_set.group_id] > 1:
+                self.message_user(
+                    request,
+                    f"v{weight_set.version} ({weight_set.group_id}): select one weight set per "
+                    "workspace; nothing was activated there.",
+                    messages.WARNING,
+                )
+                continue
+            self._activate(request, actor, weight_set)
+
+    def _activate(self, request: HttpRequest, actor: Principal, weight_set: WeightSet) -> None:
+        try:
+            outcome = weight_set_activate(actor=actor, weight_set_id=weight_set.pk, reason=REASON)
+        except NeedsConfirmation as doubt:
+            self.message_user(
+                request,
+                format_html(
+                    '{} Not activated: confirm it on the <a href="{}">Quality page</a>.',
+                    str(doubt),
+                    _quality_url(weight_set.group_id),
+                ),
+                messages.WARNING,
+            )
+        except PermissionDenied as error:
+            self.message_user(request, f"v{weight_set.version}: {error}", messages.ERROR)
+        else:
+            self.message_user(request, outcome.message, messages.SUCCESS)
+
+    @admin.action(description="Reset the selected sets' workspaces to the default weights (v0)")
+    def reset_to_default(self, request: HttpRequest, queryset: QuerySet[WeightSet]) -> None:
+        actor = request_principal(request)
+        for group_id in sorted(set(queryset.values_list("group_id", flat=True))):
+            try:
+                message = weights_reset_default(actor=actor, group_id=group_id, reason=REASON)
+            except PermissionDenied as error:
+                self.message_user(request, f"{group_id}: {error}", messages.ERROR)
+            else:
+                self.message_user(request, message, messages.SUCCESS)
+
+
+@admin.register(WeightActivation)
+class WeightActivationAdmin(ReadOnlyAdmin):
+    """The history of switches between weight sets (None: back to the default)."""
+
+    list_display = ["created_at", "group_id", "weight_set", "previous", "actor_label", "reason"]
+    search_fields = ["group_id", "actor_label", "reason"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(CalibrationRun)
+class CalibrationRunAdmin(ReadOnlyAdmin):
+    """Calibration runs: the samples read and the candidate stored (if any)."""
+
+    list_display = ["started_at", "group_id", "trigger", "status", "helpful", "unhelpful",
+                    "candidate", "message"]  # fmt: skip
+    list_filter = ["status", "trigger"]
+    search_fields = ["group_id", "message"]
+    date_hierarchy = "started_at"
+
+
+class EvaluationResultInline(
+    WrittenByServices, admin.TabularInline[EvaluationResult, EvaluationRun]
+):
+    """Each golden query's outcome, worst first."""
+
+    model = EvaluationResult
+    extra = 0
+    fields = ("query_text", "ndcg_at_10", "reciprocal_rank", "first_rank", "hit_at_10",
+              "claim_ids", "latency_ms")  # fmt: skip
+    readonly_fields = fields
+    ordering = ("ndcg_at_10", "pk")
+
+
+@admin.register(EvaluationRun)
+class EvaluationRunAdmin(LinkedToQualityAdmin):
+    """Golden-set runs: scores overall and per query, what ranked and which embedder."""
+
+    list_display = ["started_at", "group_id", "trigger", "status", "weight_version", "queries",
+                    "hit_at_10", "mrr", "ndcg_at_10", "latency_p95_ms", "quality_link"]  # fmt: skip
+    list_filter = ["status", "trigger", "embedder_model"]
+    search_fields = ["group_id", "message"]
+    date_hierarchy = "started_at"
+    inlines = [EvaluationResultInline]
+
+
+class GoldenQueryForm(forms.ModelForm[GoldenQuery]):
+    """A golden query; its workspace is chosen once, among those the actor administers."""
+
+    actor: Principal = ANONYMOUS  # bound per request by GoldenQueryAdmin.get_form
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "group_id" in self.fields:  # adding
+            workspaces = Scope.objects.filter(
+                group_id__in=self.actor.groups_at_least(Role.ADMIN), kind=ScopeKind.WORKSPACE
+            ).order_by("name")
+            self.fields["group_id"] = forms.ChoiceField(
+                label="workspace", choices=[(s.group_id, str(s)) for s in workspaces]
+            )
+        for name in ("expected_episodes", "expected_texts"):
+            if name in self.fields:  # one per line: texts and external ids may hold commas
+                self.fields[name] = LinesField(
+                    required=False, help_text=self.fields[name].help_text + ", one per line"
+                )
+
+    def clean_text(self) -> str:
+        text = str(self.cleaned_data["text"]).strip()
+        if len(text) > MAX_QUERY_CHARS:
+            raise forms.ValidationError(f"a query has at most {MAX_QUERY_CHARS} characters")
+        return text
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.instance.pk is not None and "key" in data:  # the workspace is not in the form
+            same = GoldenQuery.objects.filter(group_id=self.instance.group_id, key=data["key"])
+            if same.exclude(pk=self.instance.pk).exists():
+                self.add_error("key", "another golden query of this workspace has this key")
+        return data
+
+
+class LinesField(forms.Field):
+    """A list of strings entered one per line; blank lines are dropped."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(map(str, value)) if isinstance(value, list | tuple) else value
+
+    def to_python(self, value: Any) -> list[str]:
+        return [line.strip() for line in str(value or "").splitlines() if line.strip()]
+
+
+@admin.register(GoldenQuery)
+class GoldenQueryAdmin(admin.ModelAdmin[GoldenQuery]):
+    """Golden queries are configuration: added and edited here by the workspace's admins
+    (or imported with `manage.py golden_import`). Never deleted, so past runs keep their
+    query; untick `enabled` to leave one out of evaluation."""
+
+    form = GoldenQueryForm
+    list_display = ["key", "text", "group_id", "enabled", "as_of", "created_at"]
+    list_filter = ["enabled"]
+    search_fields = ["key", "text", "group_id"]
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: GoldenQuery | None = None
+    ) -> tuple[str, ...]:
+        return () if obj is None else ("group_id", "created_at")
+
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: GoldenQuery | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm[GoldenQuery]]:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        bound = type(form.__name__, (form,), {"actor": request_principal(request)})
+        return cast("type[forms.ModelForm[GoldenQuery]]", bound)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        administered = request_principal(request).groups_at_least(Role.ADMIN)
+        return super().has_add_permission(request) and any(
+            group.startswith(f"{ScopeKind.WORKSPACE.value}:") for group in administered
+        )
+
+    def has_change_permission(self, request: HttpRequest, obj: GoldenQuery | None = None) -> bool:
+        allowed = obj is None or request_principal(request).can(Role.ADMIN, obj.group_id)
+        return allowed and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: GoldenQuery | None = None) -> bool:
+        return False  # evaluation results name it; disable it instead

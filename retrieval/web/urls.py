@@ -1,8 +1,15 @@
-"""URL of the portal search page."""
+"""URLs of the portal's search and Quality pages."""
 
 from django.urls import path
 
-from retrieval.web import views
+from retrieval.web import quality, views
 
 app_name = "search"
-urlpatterns = [path("search/", views.search_page, name="page")]
+urlpatterns = [
+    path("search/", views.search_page, name="page"),
+    path("quality/", quality.quality_page, name="quality"),
+    path("quality/weights/<int:weight_set_id>/activate", quality.weights_activate,
+         name="quality-activate"),
+    path("quality/weights/default", quality.weights_reset, name="quality-reset"),
+    path("quality/evaluate", quality.quality_evaluate, name="quality-evaluate"),
+]  # fmt: skip

@@ -30,8 +30,12 @@ from curation.models import Claim, Entity, MergeCandidate, Source
 from curation.services.sources import source_create
 from curation.tasks import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
-from retrieval.models import Feedback, SearchHit
+from retrieval.domain.ranking import DEFAULT_WEIGHTS, Weights
+from retrieval.models import Feedback, GoldenQuery, SearchHit, WeightSet
+from retrieval.services.calibration import calibration_run
+from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.index import index_claims
+from retrieval.services.weights import weight_set_activate, weight_set_create
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
@@ -61,8 +65,9 @@ LIFECYCLE_SUFFIXES = ("_at",)
 # The one admin form that saves: Source settings go through source_create/source_update
 # (role, allow-lists, audit), proven below by their audit events.
 SAVED_BY_A_USE_CASE = {(Source, name) for name in SOURCE_SETTINGS}
-# Only a source can be added by hand, and only through source_create.
-ADDABLE = {Source}
+# Only a source can be added by hand, and only through source_create; golden queries are
+# configuration (their workspace is chosen once, among those the user administers).
+ADDABLE = {Source, GoldenQuery}
 
 
 def is_lifecycle(field: models.Field) -> bool:
@@ -131,7 +136,9 @@ class World:
 @pytest.fixture
 def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
     """Ingested documents (sources, episodes, claims, evidence, entities, aliases, outbox
-    jobs), an index, a search hit with a vote, a merge candidate, an API key, audit events."""
+    jobs), an index, a search hit with a vote, a merge candidate, an API key, audit events,
+    and the learning loop (a golden query, a calibration run, an active weight set, an
+    evaluation with its per-query result)."""
     (tmp_path / "billing.md").write_text("# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
     other = scope_create(
         kind=ScopeKind.WORKSPACE, name="Acme WS 2", parent_id=tenant_a.workspace.parent_id
@@ -163,10 +170,28 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
             group_id=group_id, hit=hit, claim_id=claim_ids[0], helpful=True,
             user=tenant_a.viewer,
         )  # fmt: skip
+        _learning_loop(world, group_id)
     tenant_a.admin.is_staff = tenant_a.admin.is_superuser = True
     tenant_a.admin.save()
     client.force_login(tenant_a.admin)
     return world
+
+
+def _learning_loop(world: World, group_id: str) -> None:
+    """A golden query, a calibration run, a weight set with its activation, an evaluation."""
+    golden_import_jsonl(
+        group_id=group_id,
+        lines=['{"key": "billing", "query": "billing-api", "expected_texts": ["k8s-prod-1"]}'],
+    )
+    # One vote has no signal vector: the run is recorded with too few samples.
+    calibration_run(actor=world.principal, group_id=group_id, now=timezone.now(), trigger="test")
+    weights = Weights.from_mapping({**DEFAULT_WEIGHTS.as_dict(), "relevance": 0.6})
+    chosen = weight_set_create(group_id=group_id, weights=weights, origin="manual")
+    weight_set_activate(actor=world.principal, weight_set_id=chosen.pk, confirm=True)
+    evaluation_run(
+        actor=world.principal, group_id=group_id, search=retrieval_bootstrap.search(),
+        embedder_model="hashing", now=timezone.now(), trigger="test",
+    )  # fmt: skip
 
 
 def a_row(world: World, model: type[models.Model]) -> models.Model:
@@ -566,3 +591,87 @@ def test_action_refusals_are_reported_not_raised(world: World, client: Client) -
     )
     assert "1 refused" in response.content.decode()
     assert stored(world, MergeCandidate, candidate.pk, "status") == "open"
+
+
+# --- the learning loop: weight sets switch through the weights use cases ---------------------
+
+
+def _messages_after(client: Client, model: type[models.Model], action: str, pks: list) -> str:
+    _action(client, model, action, pks)
+    return client.get(f"/admin/{model._meta.app_label}/{model._meta.model_name}/").content.decode()
+
+
+def _new_weight_set(world: World, *, evaluated: bool) -> WeightSet:
+    """A second set with the active set's weights (so an evaluation scores it the same)."""
+    group_id = world.tenant.workspace.group_id
+    with rls.tenant_context(world.principal):
+        weights = Weights.from_mapping({**DEFAULT_WEIGHTS.as_dict(), "relevance": 0.6})
+        chosen = weight_set_create(group_id=group_id, weights=weights, origin="manual")
+    if evaluated:
+        evaluation_run(
+            actor=world.principal, group_id=group_id, search=retrieval_bootstrap.search(),
+            embedder_model="hashing", now=timezone.now(), trigger="test",
+            weight_set_id=chosen.pk,
+        )  # fmt: skip
+    return chosen
+
+
+def test_activate_action_goes_through_weight_set_activate(world: World, client: Client) -> None:
+    chosen = _new_weight_set(world, evaluated=True)
+    html = _messages_after(client, WeightSet, "activate_selected", [chosen.pk])
+    assert "Weights v2 are active (were v1)." in html
+    assert stored(world, WeightSet, chosen.pk, "active") is True
+    assert str(chosen.pk) in {e.target_id for e in _audited(world, "weights.activate")}
+
+
+def test_activate_action_refuses_with_the_reason_when_the_golden_set_doubts(
+    world: World, client: Client
+) -> None:
+    chosen = _new_weight_set(world, evaluated=False)
+    html = _messages_after(client, WeightSet, "activate_selected", [chosen.pk])
+    assert "Weights v2 have not been evaluated on the golden set" in html
+    assert (
+        f'confirm it on the <a href="/quality/?group={chosen.group_id.replace(":", "%3A")}"' in html
+    )
+    assert stored(world, WeightSet, chosen.pk, "active") is False
+
+
+def test_reset_action_goes_through_weights_reset_default(world: World, client: Client) -> None:
+    active = a_row(world, WeightSet)
+    html = _messages_after(client, WeightSet, "reset_to_default", [active.pk])
+    assert "The built-in default weights (v0) are in use (were v1)." in html
+    assert stored(world, WeightSet, active.pk, "active") is False
+    assert len(_audited(world, "weights.reset_default")) == 1
+
+
+def test_weight_set_changelist_links_to_the_quality_page(world: World, client: Client) -> None:
+    html = client.get("/admin/retrieval/weightset/").content.decode()
+    assert '<a href="/quality/">Quality page' in html
+
+
+# --- golden queries are configuration, added in a workspace the user administers -------------
+
+
+def test_golden_query_added_in_the_admin_keeps_one_expected_text_per_line(
+    world: World, client: Client
+) -> None:
+    page = client.get("/admin/retrieval/goldenquery/add/")
+    data = posted_form(page.content.decode(), GoldenQuery)
+    data.update(
+        group_id=[world.other_workspace.group_id], key=["ledger"], text=["  ledger-db  "],
+        expected_texts=["books, double-entry\r\nledger-db\r\n"], enabled=["on"],
+    )  # fmt: skip
+    assert client.post("/admin/retrieval/goldenquery/add/", data).status_code == 302
+    with rls.tenant_context(world.principal):
+        added = GoldenQuery.objects.get(key="ledger")
+    assert (added.group_id, added.text) == (world.other_workspace.group_id, "ledger-db")
+    assert added.expected_texts == ["books, double-entry", "ledger-db"]
+
+
+def test_golden_query_add_offers_only_workspaces_the_user_administers(
+    world: World, client: Client, tenant_b: Tenant
+) -> None:
+    html = client.get("/admin/retrieval/goldenquery/add/").content.decode()
+    assert world.other_workspace.group_id in html
+    assert tenant_b.workspace.group_id not in html
+    assert world.tenant.org.group_id not in html  # golden sets belong to workspaces
