@@ -33,6 +33,7 @@ from tenants.domain.access import ANONYMOUS, Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.middleware import request_principal
 from tenants.models import Scope
+from tenants.services.audit import audit_record
 from tenants.services.scopes import PermissionDenied
 
 
@@ -280,3 +281,17 @@ class GoldenQueryAdmin(admin.ModelAdmin[GoldenQuery]):
 
     def has_delete_permission(self, request: HttpRequest, obj: GoldenQuery | None = None) -> bool:
         return False  # evaluation results name it; disable it instead
+
+    def save_model(
+        self, request: HttpRequest, obj: GoldenQuery, form: forms.ModelForm[GoldenQuery],
+        change: bool,
+    ) -> None:  # fmt: skip
+        """Save, and audit what changed: a golden query decides what 'better' means."""
+        super().save_model(request, obj, form, change)
+        audit_record(
+            actor=request_principal(request),
+            group_id=obj.group_id,
+            action="golden.update" if change else "golden.create",
+            target=("goldenquery", obj.pk),
+            data={"key": obj.key, "changed": sorted(form.changed_data)},
+        )

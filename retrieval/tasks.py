@@ -31,20 +31,6 @@ from tenants.tasks import task
 logger = logging.getLogger(__name__)
 
 
-def parse_floors(text: str) -> Floors:
-    """`ndcg_at_10=0.5,hit_at_10=0.8` -> Floors (an empty text gates nothing)."""
-    minimums: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"floor {part!r} is not metric=value")
-        try:
-            minimums[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"floor {part!r}: {value!r} is not a number") from None
-    return Floors(minimums)
-
-
 def learning_window() -> dt.timedelta:
     return dt.timedelta(days=settings.VERA_LEARNING__WINDOW_DAYS)
 
@@ -79,7 +65,7 @@ def evaluator(
         return evaluation_run(
             actor=actor, group_id=weight_set.group_id, search=bootstrap.search(),
             embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
-            trigger=trigger, floors=parse_floors(settings.VERA_LEARNING__FLOORS),
+            trigger=trigger, floors=Floors.parse(settings.VERA_LEARNING__FLOORS),
             weight_set_id=weight_set.pk, run_key=f"{run_key}:candidate" if run_key else "",
         )  # fmt: skip
 
@@ -125,7 +111,7 @@ def evaluate_groups(
 ) -> dict[str, str]:
     """One golden-set evaluation per workspace with the active weights."""
     outcomes: dict[str, str] = {}
-    floors = floors if floors is not None else parse_floors(settings.VERA_LEARNING__FLOORS)
+    floors = floors if floors is not None else Floors.parse(settings.VERA_LEARNING__FLOORS)
     for group_id in group_ids:
         actor = principal_system("evaluation", group_ids=[group_id])
         try:

@@ -134,6 +134,20 @@ class Floors:
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"the floor for {name} must be in [0, 1], got {value!r}")
 
+    @classmethod
+    def parse(cls, text: str) -> Floors:
+        """`ndcg_at_10=0.5,hit_at_10=0.8` -> Floors (an empty text gates nothing)."""
+        minimums: dict[str, float] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            name, sep, value = part.partition("=")
+            if not sep:
+                raise ValueError(f"floor {part!r} is not metric=value")
+            try:
+                minimums[name.strip()] = float(value)
+            except ValueError:
+                raise ValueError(f"floor {part!r}: {value!r} is not a number") from None
+        return cls(minimums)
+
     def failures(self, means: Mapping[str, float]) -> list[str]:
         """One sentence per metric below its floor (empty: the run passes)."""
         return [

@@ -21,11 +21,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from retrieval import bootstrap, selectors
+from retrieval.domain.evaluation import Floors
 from retrieval.models import EvaluationRun, WeightSet
 from retrieval.services.calibration import RunInProgress
 from retrieval.services.evaluation import evaluation_run
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
-from retrieval.tasks import parse_floors
 from retrieval.web import charts
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -164,7 +164,7 @@ def quality_evaluate(request: HttpRequest) -> HttpResponse:
         run = evaluation_run(
             actor=principal, group_id=workspace.group_id, search=bootstrap.search(),
             embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
-            trigger="portal", floors=parse_floors(settings.VERA_LEARNING__FLOORS),
+            trigger="portal", floors=Floors.parse(settings.VERA_LEARNING__FLOORS),
             weight_set_id=int(raw_id) if raw_id.isdigit() else None,
         )  # fmt: skip
     except WeightSet.DoesNotExist:

@@ -664,8 +664,10 @@ def test_golden_query_added_in_the_admin_keeps_one_expected_text_per_line(
     assert client.post("/admin/retrieval/goldenquery/add/", data).status_code == 302
     with rls.tenant_context(world.principal):
         added = GoldenQuery.objects.get(key="ledger")
+        audit = AuditEvent.objects.get(action="golden.create", target_id=str(added.pk))
     assert (added.group_id, added.text) == (world.other_workspace.group_id, "ledger-db")
     assert added.expected_texts == ["books, double-entry", "ledger-db"]
+    assert audit.data["key"] == "ledger"
 
 
 def test_golden_query_add_offers_only_workspaces_the_user_administers(

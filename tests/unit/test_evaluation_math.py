@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import given
@@ -301,3 +302,25 @@ def test_ndcg_is_one_when_every_expected_answer_is_at_the_top(
     result = score([*top, *noise], Expectation(episodes=frozenset(episodes)))
     assert result.ndcg_at_10 == pytest.approx(1.0)
     assert result.values["mrr"] == 1.0
+
+
+def test_floors_parse_reads_metric_value_pairs_when_given_text() -> None:
+    assert Floors.parse(" ndcg_at_10=0.5, hit_at_10=0.8 ,").minimums == {
+        "ndcg_at_10": 0.5,
+        "hit_at_10": 0.8,
+    }
+    assert Floors.parse("").minimums == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ndcg_at_10", "is not metric=value"),
+        ("mrr=high", "'high' is not a number"),
+        ("recall=0.5", "unknown metric 'recall'"),
+        ("mrr=1.5", "must be in [0, 1]"),
+    ],
+)
+def test_floors_parse_refuses_with_a_reason_when_text_is_bad(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Floors.parse(text)

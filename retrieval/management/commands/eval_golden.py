@@ -9,9 +9,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from retrieval import bootstrap
+from retrieval.domain.evaluation import Floors
 from retrieval.models import EvaluationRun, GoldenQuery, WeightSet
 from retrieval.services.evaluation import evaluation_run
-from retrieval.tasks import parse_floors
 from tenants import rls
 from tenants.management.tenant_command import checked_groups
 from tenants.selectors import principal_system
@@ -36,7 +36,7 @@ class Command(BaseCommand):
         from django.conf import settings
 
         try:
-            floors = parse_floors(options["fail_under"] or settings.VERA_LEARNING__FLOORS)
+            floors = Floors.parse(options["fail_under"] or settings.VERA_LEARNING__FLOORS)
         except ValueError as error:
             raise CommandError(str(error)) from None
         groups = self._groups(options)
