@@ -293,3 +293,22 @@ def test_reingesting_an_artifact_with_an_overlong_id_is_a_no_op(
         Source.objects.filter(pk=source.pk).update(cursor=None)
     again = ingest_now(source_id=source.pk, group_id=source.group_id)
     assert (again.new, again.unchanged, again.failed) == (0, 1, 0)
+
+
+def test_a_revision_that_drops_a_fact_retires_it_and_keeps_the_rest(
+    tenant_a: Tenant, docs: Path
+) -> None:
+    _write(docs, "payments.md", "# Payments\n\nThe payments-api depends on the ledger-db.\n"
+           "The payments-api depends on the fraud-api.\n")  # fmt: skip
+    source = _source(tenant_a, docs)
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    later = T0 + dt.timedelta(days=3)
+    _write(docs, "payments.md", "# Payments\n\nThe payments-api depends on the ledger-db.\n",
+           at=later)  # fmt: skip
+    ingest_now(source_id=source.pk, group_id=source.group_id)
+    depends = {c.object_entity.canonical_name: c for c in _claims(tenant_a, predicate="DEPENDS_ON")}
+    dropped, kept = depends["fraud-api"], depends["ledger-db"]
+    assert (dropped.status, dropped.status_reason) == (ClaimStatus.SUPERSEDED, "artifact revised")
+    assert dropped.valid_to is not None
+    assert kept.status == ClaimStatus.PUBLISHED
+    assert kept.valid_to is None
