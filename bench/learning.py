@@ -168,7 +168,7 @@ def documents_by_claim() -> dict[int, tuple[str, ...]]:
     return doc_of
 
 
-def calibrate(principal: Any, group_id: str, min_samples: int) -> Any:
+def calibrate(principal: Any, group_id: str, min_samples: int, rate: float = 1.0) -> Any:
     """Run the calibration; print its outcome and each signal's weight and separation."""
     from django.utils import timezone
 
@@ -179,7 +179,7 @@ def calibrate(principal: Any, group_id: str, min_samples: int) -> Any:
     started = time.perf_counter()
     run = calibration_run(
         actor=principal, group_id=group_id, now=timezone.now(), trigger="bench",
-        min_samples_per_class=min_samples,
+        min_samples_per_class=min_samples, learning_rate=rate,
     )  # fmt: skip
     print(
         f"calibration      {run.status}: {run.message} Samples: {run.helpful} helpful, "
@@ -248,6 +248,17 @@ def evaluate(principal: Any, group_id: str, chosen: list[tuple[str, int | None]]
         print(row(name, values, time.perf_counter() - started, latency))
 
 
+def activation(principal: Any, candidate: Any) -> str:
+    """What the product does with the candidate: activate it unless the golden set (here
+    the held-out half) scores it below what ranks now, the nightly job's rule."""
+    from retrieval.services.weights import NeedsConfirmation, weight_set_activate
+
+    try:
+        return str(weight_set_activate(actor=principal, weight_set_id=candidate.pk).message)
+    except NeedsConfirmation as doubt:
+        return f"refused: {doubt} The default keeps ranking."
+
+
 def learn(group_id: str, args: argparse.Namespace) -> None:
     """Votes, calibration and the evaluations, printed as they finish."""
     from retrieval.services.evaluation import golden_import_beir
@@ -270,7 +281,7 @@ def learn(group_id: str, args: argparse.Namespace) -> None:
             f"top 10: {helpful} helpful, {unhelpful} unhelpful "
             f"({time.perf_counter() - started:.0f} s)"
         )
-        run = calibrate(principal, group_id, args.min_samples)
+        run = calibrate(principal, group_id, args.min_samples, args.rate)
         started = time.perf_counter()
         report = golden_import_beir(
             group_id=group_id, folder=EVAL, split="train", query_ids=[q["_id"] for q in held_out]
@@ -280,6 +291,8 @@ def learn(group_id: str, args: argparse.Namespace) -> None:
         started = time.perf_counter()
         direct = stage1_direct(group_id, doc_of)
         print(row("    check: fused RRF order scored here", direct, time.perf_counter() - started))
+        if run.candidate is not None:
+            print(f"\nactivation       {activation(principal, run.candidate)}")
 
 
 def main() -> int:
@@ -288,6 +301,10 @@ def main() -> int:
     parser.add_argument("--reuse", action="store_true", help="keep an earlier run's corpus")
     parser.add_argument("--keep", action="store_true", help="commit the votes and runs")
     parser.add_argument("--min-samples", type=int, default=30, help="per class, to calibrate")
+    parser.add_argument(
+        "--rate", type=float, default=1.0,
+        help="learning rate: how far from the default weights towards the derived ones",
+    )  # fmt: skip
     parser.add_argument(
         "--split", choices=("grouped", "alternate"), default="grouped",
         help="grouped: claims sharing a judged abstract stay in one half (default)",

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from django.db import IntegrityError, connection, transaction
 
 from retrieval.domain.calibration import MIN_SAMPLES_PER_CLASS, FeedbackSample, calibrate
-from retrieval.domain.ranking import SIGNALS, Signals
+from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, Signals
 from retrieval.models import CalibrationRun, Feedback, WeightSet
 from retrieval.services.weights import (
     NeedsConfirmation,
@@ -130,7 +130,8 @@ def _calibrate(
     result = calibrate(
         samples,
         min_samples_per_class=min_samples_per_class,
-        previous=weights_of(active) if active else None,
+        # What ranks now: the active set, or the built-in default when none is.
+        previous=weights_of(active) if active else DEFAULT_WEIGHTS,
         learning_rate=learning_rate,
     )
     run = CalibrationRun(
