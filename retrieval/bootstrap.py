@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
 from curation.ports import Embedder
-from retrieval.domain.query import Query
-from retrieval.domain.ranking import WeightChoice
-from retrieval.domain.results import Result
-from retrieval.ports import Reranking
-
-
-class Search(Protocol):
-    """Search with the configured embedder, weights and reranker bound: what entrypoints call."""
-
-    def __call__(
-        self,
-        *,
-        query: Query,
-        now: dt.datetime,
-        user_id: int | None = None,
-        weights: WeightChoice | None = None,
-        record: bool = True,
-    ) -> Result: ...
+from retrieval.ports import Reranking, Search
 
 
 class Providers(Protocol):

@@ -6,12 +6,32 @@ Reranker, which only search uses, lives here.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from retrieval.domain.query import Query
+from retrieval.domain.ranking import WeightChoice
+from retrieval.domain.results import Result
+
 MAX_RERANK_TOP_N = 100  # stage 3 is bounded: it re-scores at most this many candidates
+
+
+class Search(Protocol):
+    """The read path's search with the configured embedder and reranker bound: what the
+    entrypoints (retrieval.bootstrap.search) and the golden-set evaluator call."""
+
+    def __call__(
+        self,
+        *,
+        query: Query,
+        now: dt.datetime,
+        user_id: int | None = None,
+        weights: WeightChoice | None = None,
+        record: bool = True,
+    ) -> Result: ...
 
 
 class Reranker(Protocol):

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from retrieval import bootstrap
 from retrieval.domain.evaluation import Floors
-from retrieval.models import Feedback, GoldenQuery, WeightSet
+from retrieval.models import CalibrationRun, EvaluationRun, Feedback, GoldenQuery, WeightSet
 from retrieval.services.calibration import RunInProgress, calibration_run
 from retrieval.services.evaluation import evaluation_run
 from tenants import rls
@@ -77,58 +77,62 @@ def _has_golden(group_id: str) -> bool:
         return GoldenQuery.objects.filter(group_id=group_id, enabled=True).exists()
 
 
+def each_workspace(
+    kind: str, group_ids: list[str], run: Callable[[str], CalibrationRun | EvaluationRun]
+) -> dict[str, str]:
+    """`run` for each workspace in turn; what happened to each (its status, or why not).
+
+    One workspace's failure is logged and reported, and never ends the others' turn.
+    """
+    outcomes: dict[str, str] = {}
+    for group_id in group_ids:
+        try:
+            done = run(group_id)
+        except RunInProgress as busy:
+            outcomes[group_id] = f"skipped: {busy}"
+        except Exception as error:  # one workspace's failure must not end the others' run
+            logger.exception("%s of %s failed", kind, group_id)
+            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
+        else:
+            outcomes[group_id] = f"{done.status}: {done.message}"
+    return outcomes
+
+
 def calibrate_groups(
     group_ids: list[str], *, trigger: str, run_key: str = "", activate: bool | None = None
 ) -> dict[str, str]:
-    """One calibration per workspace; what happened to each (its status or why not)."""
-    outcomes: dict[str, str] = {}
+    """One calibration per workspace (see `each_workspace`)."""
     now = timezone.now()
     auto = settings.VERA_LEARNING__AUTO_ACTIVATE if activate is None else activate
-    for group_id in group_ids:
+
+    def calibrate(group_id: str) -> CalibrationRun:
         actor = principal_system("calibration", group_ids=[group_id])
-        try:
-            with rls.tenant_context(actor):
-                run = calibration_run(
-                    actor=actor, group_id=group_id, now=now, trigger=trigger, run_key=run_key,
-                    window=learning_window(),
-                    min_samples_per_class=settings.VERA_LEARNING__MIN_SAMPLES,
-                    learning_rate=settings.VERA_LEARNING__RATE, activate=auto,
-                    evaluate=evaluator(actor, trigger=trigger, run_key=run_key),
-                )  # fmt: skip
-        except RunInProgress as busy:
-            outcomes[group_id] = f"skipped: {busy}"
-            continue
-        except Exception as error:  # one workspace's failure must not end the others' run
-            logger.exception("calibration of %s failed", group_id)
-            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
-            continue
-        outcomes[group_id] = f"{run.status}: {run.message}"
-    return outcomes
+        with rls.tenant_context(actor):
+            return calibration_run(
+                actor=actor, group_id=group_id, now=now, trigger=trigger, run_key=run_key,
+                window=learning_window(),
+                min_samples_per_class=settings.VERA_LEARNING__MIN_SAMPLES,
+                learning_rate=settings.VERA_LEARNING__RATE, activate=auto,
+                evaluate=evaluator(actor, trigger=trigger, run_key=run_key),
+            )  # fmt: skip
+
+    return each_workspace("calibration", group_ids, calibrate)
 
 
 def evaluate_groups(
     group_ids: list[str], *, trigger: str, run_key: str = "", floors: Floors | None = None
 ) -> dict[str, str]:
-    """One golden-set evaluation per workspace with the active weights."""
-    outcomes: dict[str, str] = {}
-    floors = floors if floors is not None else Floors.parse(settings.VERA_LEARNING__FLOORS)
-    for group_id in group_ids:
-        actor = principal_system("evaluation", group_ids=[group_id])
-        try:
-            run = evaluation_run(
-                actor=actor, group_id=group_id, search=bootstrap.search(),
-                embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
-                trigger=trigger, floors=floors, run_key=run_key,
-            )  # fmt: skip
-        except RunInProgress as busy:
-            outcomes[group_id] = f"skipped: {busy}"
-            continue
-        except Exception as error:  # one workspace's failure must not end the others' run
-            logger.exception("evaluation of %s failed", group_id)
-            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
-            continue
-        outcomes[group_id] = f"{run.status}: {run.message}"
-    return outcomes
+    """One golden-set evaluation per workspace with its active weights."""
+    gate = floors if floors is not None else Floors.parse(settings.VERA_LEARNING__FLOORS)
+
+    def evaluate(group_id: str) -> EvaluationRun:
+        return evaluation_run(
+            actor=principal_system("evaluation", group_ids=[group_id]), group_id=group_id,
+            search=bootstrap.search(), embedder_model=bootstrap.providers().embedder().model,
+            now=timezone.now(), trigger=trigger, floors=gate, run_key=run_key,
+        )  # fmt: skip
+
+    return each_workspace("evaluation", group_ids, evaluate)
 
 
 @task(name="retrieval.calibrate_workspaces", acks_late=True)

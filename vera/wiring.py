@@ -292,7 +292,7 @@ class RetrievalProviders:
         return reranking()
 
     def search(self) -> Callable[..., Any]:
-        """retrieval.bootstrap.Search: search with this provider's adapters bound."""
+        """retrieval.ports.Search: search with this provider's adapters bound."""
         from retrieval.services.search import search
 
         # Bound per call through `self`: a test that swaps one provider swaps it here too.

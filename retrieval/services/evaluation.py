@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -40,8 +40,8 @@ from retrieval.domain.evaluation import (
 )
 from retrieval.domain.query import MAX_QUERY_CHARS, Query
 from retrieval.domain.ranking import DEFAULT_CHOICE, WeightChoice
-from retrieval.domain.results import Result
 from retrieval.models import EvaluationResult, EvaluationRun, GoldenQuery, WeightSet
+from retrieval.ports import Search
 from retrieval.selectors import search_result_cited, weights_active
 from retrieval.services.calibration import RunInProgress, try_lock
 from retrieval.services.weights import weights_of
@@ -51,20 +51,6 @@ from tenants.domain.scopes import Role
 from tenants.services.scopes import PermissionDenied
 
 EVAL_K = 10
-
-
-class SearchFunction(Protocol):
-    """The bound search (retrieval.bootstrap.Search) the evaluator runs queries through."""
-
-    def __call__(
-        self,
-        *,
-        query: Query,
-        now: dt.datetime,
-        user_id: int | None = None,
-        weights: WeightChoice | None = None,
-        record: bool = True,
-    ) -> Result: ...
 
 
 class InvalidGolden(ValueError):
@@ -222,7 +208,7 @@ def evaluation_run(
     *,
     actor: Principal,
     group_id: str,
-    search: SearchFunction,
+    search: Search,
     embedder_model: str,
     now: dt.datetime,
     trigger: str,
@@ -266,7 +252,7 @@ def _recorded(group_id: str, run_key: str) -> EvaluationRun | None:
 def _evaluate(
     *,
     group_id: str,
-    search: SearchFunction,
+    search: Search,
     choice: WeightChoice,
     embedder_model: str,
     now: dt.datetime,
