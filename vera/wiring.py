@@ -282,6 +282,28 @@ def _reranker(provider: str) -> Reranker:
     )
 
 
+FUSION_LISTS = ("fulltext", "vector")
+
+
+def fusion_weights() -> dict[str, float]:
+    """VERA_SEARCH__FUSION_WEIGHTS ("fulltext=1.0,vector=0.5") as list name -> weight."""
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in settings.VERA_SEARCH__FUSION_WEIGHTS.split(","))):
+        name, _, value = part.partition("=")
+        name = name.strip()
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if name not in FUSION_LISTS or not (weight >= 0 and weight != float("inf")):
+            raise ImproperlyConfigured(
+                f"VERA_SEARCH__FUSION_WEIGHTS: {part!r}; write list=weight with a list of "
+                f"{', '.join(FUSION_LISTS)} and a finite weight >= 0"
+            )
+        weights[name] = weight
+    return weights
+
+
 class RetrievalProviders:
     """retrieval.bootstrap.Providers, built from settings."""
 
@@ -296,7 +318,9 @@ class RetrievalProviders:
         from retrieval.services.search import search
 
         # Bound per call through `self`: a test that swaps one provider swaps it here too.
-        return functools.partial(search, embedder=self.embedder(), reranking=self.reranking())
+        return functools.partial(
+            search, embedder=self.embedder(), reranking=self.reranking(), fusion=fusion_weights()
+        )
 
 
 class CurationProviders:

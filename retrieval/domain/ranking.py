@@ -33,8 +33,14 @@ def _check_unit(name: str, value: float) -> None:
 # --- stage 1: fusion and normalisation --------------------------------------------------
 
 
-def rrf[K: Hashable](rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> dict[K, float]:
-    """Reciprocal rank fusion: each list adds 1 / (k + rank) for its items, rank from 1.
+def rrf[K: Hashable](
+    rankings: Sequence[Sequence[K]], *, k: int = RRF_K, weights: Sequence[float] | None = None
+) -> dict[K, float]:
+    """Reciprocal rank fusion: each list adds weight / (k + rank) for its items, rank from 1.
+
+    `weights` (one per list, >= 0; default all 1.0, the spec's plain RRF) lets a list
+    that is known to be weaker count for less: weighted RRF keeps RRF's shape and only
+    scales each list's votes.
 
     An item repeated within one list counts once, at its best rank, so one list cannot
     vote twice. Contributions are summed with `math.fsum` (correctly rounded), which makes
@@ -43,13 +49,19 @@ def rrf[K: Hashable](rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> dict
     """
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
+    if weights is None:
+        weights = [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} lists")
+    if not all(math.isfinite(w) and w >= 0 for w in weights):
+        raise ValueError(f"list weights must be finite and >= 0, got {list(weights)!r}")
     contributions: dict[K, list[float]] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights, strict=True):
         seen: set[K] = set()
         for position, key in enumerate(ranking, start=1):
             if key not in seen:
                 seen.add(key)
-                contributions.setdefault(key, []).append(1.0 / (k + position))
+                contributions.setdefault(key, []).append(weight / (k + position))
     return {key: math.fsum(parts) for key, parts in contributions.items()}
 
 

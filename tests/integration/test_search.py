@@ -310,3 +310,25 @@ def test_search_answers_by_text_alone_when_the_query_embedding_fails(
     body = _search(client, corpus, q="ledger-db double-entry books")
     assert body["degraded"] == ["vector"]
     assert "ledger-db" in body["hits"][0]["fact"]
+
+
+def test_fusion_weights_let_the_lexical_list_decide_when_vector_counts_zero(
+    corpus: Tenant, settings
+) -> None:
+    """Weighted RRF is wired: a vector list weighted 0 gives its own finds no relevance."""
+    from django.utils import timezone
+
+    from retrieval import bootstrap
+    from retrieval.services.search import Query
+
+    def relevance_outside_fulltext() -> list[float]:
+        with rls.tenant_context(corpus.principal(corpus.admin)):
+            result = bootstrap.search()(query=Query(text="billing-api", k=10), now=timezone.now())
+        return [h.signals["relevance"] for h in result.hits if h.stage1.get("fulltext") is None]
+
+    settings.VERA_SEARCH__FUSION_WEIGHTS = ""
+    plain = relevance_outside_fulltext()
+    assert plain, "the vector list should find claims the full-text list does not"
+    assert max(plain) > 0.0
+    settings.VERA_SEARCH__FUSION_WEIGHTS = "fulltext=1.0,vector=0.0"
+    assert relevance_outside_fulltext() == [0.0] * len(plain)

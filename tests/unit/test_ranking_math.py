@@ -92,6 +92,58 @@ def test_rrf_counts_best_rank_once_when_a_list_repeats_an_item() -> None:
     assert rrf([["a", "b", "a"]]) == {"a": 1 / 2, "b": 1 / 3}
 
 
+_list_weights = st.floats(min_value=0.0, max_value=10.0, allow_nan=False)
+
+
+@given(_rankings)
+def test_weighted_rrf_equals_plain_rrf_when_every_weight_is_one(rankings: list[list[int]]) -> None:
+    assert rrf(rankings, weights=[1.0] * len(rankings)) == rrf(rankings)
+
+
+@given(st.data(), _rankings)
+def test_weighted_rrf_identical_when_lists_reordered_with_their_weights(
+    data: st.DataObject, rankings: list[list[int]]
+) -> None:
+    weights = data.draw(st.lists(_list_weights, min_size=len(rankings), max_size=len(rankings)))
+    pairs = data.draw(st.permutations(list(zip(rankings, weights, strict=True))))
+    shuffled = rrf([r for r, _ in pairs], weights=[w for _, w in pairs])
+    assert shuffled == rrf(rankings, weights=weights)
+
+
+@given(_rankings, st.floats(min_value=0.01, max_value=100.0))
+def test_weighted_rrf_keeps_the_order_when_every_weight_is_scaled(
+    rankings: list[list[int]], factor: float
+) -> None:
+    plain = rrf(rankings)
+    scaled = rrf(rankings, weights=[factor] * len(rankings))
+    assert all(math.isclose(scaled[key], factor * score) for key, score in plain.items())
+
+
+@given(_rankings.filter(bool), st.lists(st.integers(0, 30), unique=True, min_size=1, max_size=10))
+def test_weighted_rrf_ignores_a_list_when_its_weight_is_zero(
+    rankings: list[list[int]], noisy: list[int]
+) -> None:
+    """A list weighted 0 changes no score: the other lists decide alone."""
+    alone = rrf(rankings)
+    with_noise = rrf([*rankings, noisy], weights=[1.0] * len(rankings) + [0.0])
+    assert all(with_noise[key] == score for key, score in alone.items())
+    assert all(with_noise[key] == 0.0 for key in set(noisy) - set(alone))
+
+
+def test_weighted_rrf_lets_the_stronger_list_win_when_lists_disagree_at_the_top() -> None:
+    """With k = 1 a noisy list's rank 1 ties the good list's rank 1; a lower weight breaks it."""
+    good, noisy = ["right", "other"], ["wrong", "right2"]
+    assert rrf([good, noisy])["right"] == rrf([good, noisy])["wrong"]
+    scores = rrf([good, noisy], weights=[1.0, 0.5])
+    assert scores["right"] > scores["wrong"]
+
+
+@pytest.mark.parametrize("weights", [[1.0], [1.0, -0.5], [1.0, math.inf], [math.nan, 1.0]])
+def test_weighted_rrf_refuses_weights_when_they_do_not_fit_the_lists(weights: list[float]) -> None:
+    with pytest.raises(ValueError, match="weight"):
+        rrf([["a"], ["b"]], weights=weights)
+
+
 def test_rrf_rejects_negative_k_when_given_one() -> None:
     with pytest.raises(ValueError, match="k must be"):
         rrf([["a"]], k=-1)

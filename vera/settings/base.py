@@ -194,6 +194,11 @@ VERA_RERANKER__BASE_URL = env_str("VERA_RERANKER__BASE_URL", "")
 # How many stage-2 candidates are re-scored (1..100), and the reranker's share w of
 # final = (1 - w) * normalised_blend + w * ce.
 VERA_RERANKER__TOP_N = env_int("VERA_RERANKER__TOP_N", default=20)
+
+# --- Stage-1 fusion ------------------------------------------------------------------------
+# Weighted RRF (k = 1): each list's votes count this much, e.g. "fulltext=1.0,vector=0.5"
+# to lean on the lexical list. Default: the spec's plain RRF (every list 1.0).
+VERA_SEARCH__FUSION_WEIGHTS = env_str("VERA_SEARCH__FUSION_WEIGHTS", "")
 VERA_RERANKER__WEIGHT = float(env_str("VERA_RERANKER__WEIGHT", "0.5"))
 VERA_RERANKER__TIMEOUT_S = env_int("VERA_RERANKER__TIMEOUT_S", default=10)
 VERA_RERANKER__RATE_PER_S = env_int("VERA_RERANKER__RATE_PER_S", default=10)

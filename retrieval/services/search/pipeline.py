@@ -13,6 +13,7 @@ import datetime as dt
 import logging
 import os
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.db import transaction
@@ -128,18 +129,24 @@ def search(
     half_life_s: float = ranking.HALF_LIFE_S,
     reranking: Reranking | None = None,
     record: bool = True,
+    fusion: Mapping[str, float] | None = None,
 ) -> Result:
     """Rank, cite and log: every returned hit's signal vector is stored for calibration.
 
     `weights` None (what entrypoints pass) blends each hit with its workspace's active
     set; a given choice blends every hit with it (evaluating a candidate set). With
     `record` False nothing is logged (golden-set evaluation must not become feedback
-    samples) and the hits carry no hit id.
+    samples) and the hits carry no hit id. `fusion` weighs stage 1's lists by name
+    (`fulltext`, `vector`) in weighted RRF; a list it does not name counts 1.0.
     """
     watch = Stopwatch()
     rankings = stage1(query, embedder=embedder, watch=watch)
     with watch.step("blend"):
-        fused = ranking.rrf(list(rankings.values()), k=1)
+        fused = ranking.rrf(
+            list(rankings.values()),
+            k=ranking.RRF_K,
+            weights=[(fusion or {}).get(name, 1.0) for name in rankings],
+        )
         docs = sql.documents(list(fused), with_text=reranking is not None)
         choices = {} if weights else weights_active({d.group_id for d in docs.values()})
         choice = {cid: choices.get(doc.group_id, weights or ranking.DEFAULT_CHOICE)
