@@ -13,7 +13,13 @@ from retrieval.ports import Reranking, Search
 class Providers(Protocol):
     """What the composition root provides to retrieval's entrypoints."""
 
-    def embedder(self) -> Embedder: ...
+    def embedder(self) -> Embedder:
+        """The embedder of what is indexed (passages)."""
+        ...
+
+    def query_embedder(self) -> Embedder:
+        """The same model for search queries (a different role where the model has one)."""
+        ...
 
     def reranking(self) -> Reranking | None: ...
 

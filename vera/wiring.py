@@ -33,10 +33,10 @@ from curation.ports import (
 )
 from curation.services import projection
 from curation.services.ingest import IngestAdapters
-from curation.services.outbox import Handler
+from curation.services.outbox import BatchHandler, Handler
 from curation.services.sources import source_policy
 from retrieval.ports import Reranker, Reranking
-from retrieval.services.index import index_job, index_prepare
+from retrieval.services.index import index_job, index_jobs, index_prepare
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
 RERANKER_PROVIDERS = ("voyage", "llm")
@@ -76,7 +76,7 @@ def redis_client() -> redis.Redis:
 
 def reset() -> None:
     """Close and forget every built adapter (settings changed, or a worker forked)."""
-    for factory in (graph, redis_client, object_store, embedder):
+    for factory in (graph, redis_client, object_store, embedder, query_embedder):
         if factory.cache_info().currsize:
             # Closing a broken client must not stop the reset.
             with contextlib.suppress(Exception):
@@ -178,17 +178,42 @@ def judges() -> tuple[EquivalenceJudge | None, ContradictionJudge | None]:
     )
 
 
+EMBEDDER_PROVIDERS = ("hashing", "minilm", "e5", "openai", "voyage")
+LOCAL_EMBEDDERS = ("hashing", "minilm", "e5")  # no network: no breaker, no rate limit
+
+
 @functools.cache
 def embedder() -> Embedder:
-    """The configured embedder (VERA_EMBEDDER__PROVIDER), wrapped in its caches."""
+    """The configured embedder (VERA_EMBEDDER__PROVIDER) for what is indexed, with its caches."""
+    return _embedder(role="passage")
+
+
+@functools.cache
+def query_embedder() -> Embedder:
+    """The same model for search queries: the query sibling where the model has roles.
+
+    e5 and Voyage embed a query differently from a passage (a prefix, an input type);
+    the others embed both alike, and this is `embedder()` itself.
+    """
+    return _embedder(role="query")
+
+
+def _embedder(*, role: str) -> Embedder:
     from retrieval.adapters import embedders
 
     provider = settings.VERA_EMBEDDER__PROVIDER
     if provider == "hashing":
         return embedders.HashingEmbedder(dimension=settings.VERA_EMBEDDER__DIMENSION or 256)
+    if role == "query" and provider == "minilm":
+        return embedder()  # one model, one cache: a query is embedded as a passage is
     inner: Embedder
     if provider == "minilm":
         inner = embedders.MiniLMEmbedder()
+    elif provider == "e5":
+        inner = embedders.E5Embedder(
+            role="query" if role == "query" else "passage",
+            threads=settings.VERA_EMBEDDER__THREADS or None,
+        )
     elif provider == "openai":
         inner = embedders.OpenAIEmbedder(
             # Our ResilientEmbedder retries; the client's own retries would multiply them.
@@ -203,14 +228,15 @@ def embedder() -> Embedder:
             client=voyageai.Client(api_key=required_env("VOYAGE_API_KEY"), max_retries=0),
             model=settings.VERA_EMBEDDER__MODEL or "voyage-3.5",
             dimension=settings.VERA_EMBEDDER__DIMENSION or 1024,
+            input_type="query" if role == "query" else "document",
         )
     else:
         raise ImproperlyConfigured(
-            f"VERA_EMBEDDER__PROVIDER={provider!r}; choose hashing, minilm, openai or voyage."
+            f"VERA_EMBEDDER__PROVIDER={provider!r}; choose {', '.join(EMBEDDER_PROVIDERS)}."
         )
     # Cache outside, resilience inside: hits never wait for a token or a breaker.
     resilient: Embedder = inner
-    if provider != "minilm":  # a local model needs no breaker or rate limit
+    if provider not in LOCAL_EMBEDDERS:
         from kernel.resilience import CircuitBreaker, TokenBucket
 
         resilient = embedders.ResilientEmbedder(
@@ -310,6 +336,9 @@ class RetrievalProviders:
     def embedder(self) -> Embedder:
         return embedder()
 
+    def query_embedder(self) -> Embedder:
+        return query_embedder()
+
     def reranking(self) -> Reranking | None:
         return reranking()
 
@@ -319,7 +348,10 @@ class RetrievalProviders:
 
         # Bound per call through `self`: a test that swaps one provider swaps it here too.
         return functools.partial(
-            search, embedder=self.embedder(), reranking=self.reranking(), fusion=fusion_weights()
+            search,
+            embedder=self.query_embedder(),
+            reranking=self.reranking(),
+            fusion=fusion_weights(),
         )
 
 
@@ -361,6 +393,13 @@ class CurationProviders:
     def outbox_prepare(self, consumer: Consumer) -> Callable[[list[OutboxJob]], None] | None:
         if consumer is Consumer.INDEX:
             return functools.partial(index_prepare, embedder=embedder())
+        return None
+
+    def outbox_batch(self, consumer: Consumer) -> BatchHandler | None:
+        # The index writes many claims at once (its statistics triggers run once a
+        # statement); the graph projects claim by claim.
+        if consumer is Consumer.INDEX:
+            return functools.partial(index_jobs, embedder=embedder())
         return None
 
     def outbox_available(self, consumer: Consumer) -> str:

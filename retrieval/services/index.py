@@ -19,7 +19,10 @@ from retrieval.models import GroupEmbedding, SearchDocument
 # What the index keeps: what is valid now, and what was valid before (for as_of): a
 # superseded or retracted fact is hidden now but found as of a time it was valid.
 INDEXED_STATUSES = tuple(sorted(EVER_VALID))
-MAX_TEXT = 4000
+# A document's searchable text is kept whole up to this many characters (about 4,000
+# tokens): the embedders read it in windows, so the end of a long passage is found too.
+# Past it, a runaway record is cut rather than costing minutes of embedding.
+MAX_TEXT = 16_000
 
 
 class DimensionMismatch(Exception):

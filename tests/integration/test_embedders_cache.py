@@ -181,6 +181,7 @@ def test_price_table_covers_the_configured_providers() -> None:
     assert meter.price_per_mtok("voyage-3.5") == 0.06
     assert meter.price_per_mtok("voyage-4-lite") == 0.02
     assert meter.price_per_mtok("all-MiniLM-L6-v2") == 0.0
+    assert meter.price_per_mtok("multilingual-e5-small-q4") == 0.0
     assert meter.price_per_mtok("hashing-v1-256") == 0.0
 
 

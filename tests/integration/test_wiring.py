@@ -12,6 +12,7 @@ from vera import wiring
     [
         ("hashing", "hashing-v1-256", 256),
         ("minilm", "all-MiniLM-L6-v2", 384),
+        ("e5", "multilingual-e5-small-q4", 384),
         ("openai", "text-embedding-3-small", 1536),
         ("voyage", "voyage-3.5", 1024),
     ],
@@ -24,6 +25,27 @@ def test_every_embedder_provider_builds_from_settings(
     settings.VERA_EMBEDDER__PROVIDER = provider
     embedder = wiring.embedder()
     assert (embedder.model, embedder.dimension) == (model, dimension)
+
+
+@pytest.mark.parametrize(
+    ("provider", "passage", "query"),
+    [("e5", "passage", "query"), ("voyage", "document", "query"), ("minilm", None, None)],
+)
+def test_search_embeds_queries_in_the_query_role_of_the_indexing_model(
+    settings, monkeypatch: pytest.MonkeyPatch, provider: str, passage: str, query: str
+) -> None:
+    monkeypatch.setenv("VOYAGE_API_KEY", "test-key")
+    settings.VERA_EMBEDDER__PROVIDER = provider
+    indexing, searching = wiring.embedder(), wiring.query_embedder()
+    assert (searching.model, searching.dimension) == (indexing.model, indexing.dimension)
+    assert getattr(indexing, "inner", None) is not None  # both go through the cache
+    variants = (getattr(indexing.inner, "cache_variant", None),
+                getattr(searching.inner, "cache_variant", None))  # fmt: skip
+    assert variants == (passage, query)
+    if provider == "minilm":
+        assert searching is indexing  # one role: one cache, one loaded model
+    bound = wiring.RetrievalProviders().search()
+    assert bound.keywords["embedder"] is searching
 
 
 def test_an_unknown_embedder_provider_is_a_configuration_error(settings) -> None:

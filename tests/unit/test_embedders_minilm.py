@@ -100,13 +100,48 @@ def test_minilm_strips_surrounding_whitespace_like_sentence_transformers(
     assert minilm.embed(["  A man is eating food.\n"]) == minilm.embed(["A man is eating food."])
 
 
-def test_minilm_truncates_a_long_text_at_256_tokens(minilm: MiniLMEmbedder) -> None:
-    long_text = "service " * 1000
+def test_minilm_reads_a_long_text_in_overlapping_windows_to_its_end(
+    minilm: MiniLMEmbedder,
+) -> None:
+    long_text = "service " * 1000  # 1,000 content tokens
+    step = 254 - 64  # content tokens per window, less the overlap with the next
 
     result = minilm.embed_with_usage([long_text, "k8s"])
 
-    assert result.tokens == 256 + len(["[CLS]", "k", "##8", "##s", "[SEP]"])
-    assert result.calls == 1
+    windows = 1 + -(-(1000 - 254) // step)  # the first window, then one per step to the end
+    assert result.tokens == 1000 + (windows - 1) * 64 + 2 * windows + 5  # + [CLS]k##8##s[SEP]
+    assert result.calls == -(-(windows + 1) // minilm.batch_size)
+
+
+def test_a_phrase_near_the_end_of_a_long_text_moves_its_vector(minilm: MiniLMEmbedder) -> None:
+    filler = "The quarterly report lists the office furniture inventory. " * 40  # > 256 tokens
+    ending = "The ledger database is hosted in the Frankfurt region."
+
+    with_end, without_end = minilm.embed([filler + ending, filler])
+    (asked,) = minilm.embed(["Where is the ledger database hosted?"])
+
+    assert cosine(asked, with_end) > cosine(asked, without_end) + 0.01
+
+
+def test_a_text_within_one_window_gets_the_plain_mean_pooled_vector(
+    minilm: MiniLMEmbedder,
+) -> None:
+    """Short texts: exactly sentence-transformers' pooling (mean over the mask, unit length)."""
+    import numpy as np
+
+    from retrieval.adapters.embedders.minilm import mean_pool_normalised
+
+    runtime = minilm._runtime()
+    encoding = runtime.tokenizer.encode("A man is eating food.")
+    ids = np.array([encoding.ids], dtype=np.int64)
+    mask = np.array([encoding.attention_mask], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    (hidden,) = runtime.session.run(["last_hidden_state"], feed)
+
+    expected = mean_pool_normalised(hidden, mask)[0]
+    (got,) = minilm.embed(["A man is eating food."])
+
+    assert max(abs(x - y) for x, y in zip(got, expected.tolist(), strict=True)) < 1e-6
 
 
 def test_minilm_is_metered_at_zero_cost_with_its_real_token_count(minilm: MiniLMEmbedder) -> None:

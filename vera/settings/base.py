@@ -177,10 +177,13 @@ VERA_OBJECT_STORE__BUCKET = env_str("VERA_OBJECT_STORE__BUCKET", "vera-artifacts
 VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
 
 # --- Embeddings ----------------------------------------------------------------------
-# hashing (offline, deterministic) | minilm (local all-MiniLM-L6-v2) | openai | voyage
+# hashing (offline, deterministic) | minilm (local all-MiniLM-L6-v2, English)
+# | e5 (local multilingual-e5-small, 4-bit, ~100 languages) | openai | voyage
 VERA_EMBEDDER__PROVIDER = env_str("VERA_EMBEDDER__PROVIDER", "minilm")
 VERA_EMBEDDER__MODEL = env_str("VERA_EMBEDDER__MODEL", "")
 VERA_EMBEDDER__DIMENSION = env_int("VERA_EMBEDDER__DIMENSION", default=0)
+# Threads of a local e5 model per process (0: every core). OpenMP reads it once.
+VERA_EMBEDDER__THREADS = env_int("VERA_EMBEDDER__THREADS", default=0)
 # Provider requests per second (hosted embedders only).
 VERA_EMBEDDER__RATE_PER_S = env_int("VERA_EMBEDDER__RATE_PER_S", default=10)
 

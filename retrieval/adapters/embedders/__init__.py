@@ -17,6 +17,7 @@ from retrieval.adapters.embedders.resilient import ResilientEmbedder
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers and IDEs
+    from retrieval.adapters.embedders.e5 import E5Embedder
     from retrieval.adapters.embedders.minilm import MiniLMEmbedder
     from retrieval.adapters.embedders.openai import OpenAIEmbedder
     from retrieval.adapters.embedders.voyage import VoyageEmbedder
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and IDEs
 __all__ = [
     "PRICES_USD_PER_MTOK",
     "CachedEmbedder",
+    "E5Embedder",
     "EmbedResult",
     "EmbeddingError",
     "HashingEmbedder",
@@ -36,6 +38,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "E5Embedder": "retrieval.adapters.embedders.e5",
     "MiniLMEmbedder": "retrieval.adapters.embedders.minilm",
     "OpenAIEmbedder": "retrieval.adapters.embedders.openai",
     "VoyageEmbedder": "retrieval.adapters.embedders.voyage",

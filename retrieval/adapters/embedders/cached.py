@@ -88,6 +88,8 @@ class CachedEmbedder:
         self.inner = inner
         self.model = inner.model
         self.dimension = inner.dimension
+        # None: any language (or unknown); an English-only model says {"en"}.
+        self.languages: frozenset[str] | None = getattr(inner, "languages", None)
         self.meter = meter
         self._redis = redis
         self._redis_breaker = CircuitBreaker(

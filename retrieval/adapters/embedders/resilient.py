@@ -25,6 +25,11 @@ class ResilientEmbedder(Guarded[Embedder]):
         return self.inner.dimension
 
     @property
+    def languages(self) -> frozenset[str] | None:
+        languages: frozenset[str] | None = getattr(self.inner, "languages", None)
+        return languages
+
+    @property
     def cache_variant(self) -> str | None:
         variant: str | None = getattr(self.inner, "cache_variant", None)
         return variant

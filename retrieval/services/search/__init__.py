@@ -8,7 +8,14 @@ the names entrypoints, tests and benches use are re-exported here (with the vote
 from retrieval.domain.query import MAX_QUERY_CHARS, Query
 from retrieval.domain.results import Hit, Result, Stage3
 from retrieval.services.feedback import feedback_record
-from retrieval.services.search.pipeline import STAGE1_DEPTH, search, stage1
+from retrieval.services.search.pipeline import (
+    STAGE1_DEPTH,
+    Lists,
+    fuse,
+    search,
+    stage1,
+    stage1_lists,
+)
 from retrieval.services.search.sql import lexical_scores
 from retrieval.services.search.timing import Stopwatch, server_timing
 
@@ -16,13 +23,16 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "STAGE1_DEPTH",
     "Hit",
+    "Lists",
     "Query",
     "Result",
     "Stage3",
     "Stopwatch",
     "feedback_record",
+    "fuse",
     "lexical_scores",
     "search",
     "server_timing",
     "stage1",
+    "stage1_lists",
 ]

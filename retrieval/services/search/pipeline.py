@@ -15,12 +15,14 @@ import os
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 from django.db import transaction
 
 from curation.domain.validity import VALID_NOW
 from curation.ports import Embedder
 from retrieval.domain import ranking
+from retrieval.domain.fusion import ListWeights, list_weights
 from retrieval.domain.query import Query
 from retrieval.domain.results import Hit, Result, Stage3
 from retrieval.models import SearchHit
@@ -34,6 +36,14 @@ logger = logging.getLogger(__name__)
 STAGE1_DEPTH = 50
 
 
+@dataclass(frozen=True)
+class Lists:
+    """Stage 1's rankings (claim ids, best first, by list name) and the vector list's scores."""
+
+    rankings: dict[str, list[int]]
+    dense_scores: list[float]
+
+
 def stage1(
     query: Query,
     *,
@@ -42,6 +52,17 @@ def stage1(
     watch: Stopwatch | None = None,
 ) -> dict[str, list[int]]:
     """The full-text and vector rankings (each its top `depth`) under the valid-time filter."""
+    return stage1_lists(query, embedder=embedder, depth=depth, watch=watch).rankings
+
+
+def stage1_lists(
+    query: Query,
+    *,
+    embedder: Embedder | None,
+    depth: int = STAGE1_DEPTH,
+    watch: Stopwatch | None = None,
+) -> Lists:
+    """`stage1`, with the vector list's cosine similarities (for `fuse`)."""
     watch = watch or Stopwatch()
     where, params = sql.where_clause(query)
     # The query is embedded while Postgres runs the lexical half: the model and the
@@ -49,13 +70,47 @@ def stage1(
     embedding = _embedding_pool().submit(embedder.embed, [query.text]) if embedder else None
     with watch.step("lexical"):
         rankings = {"fulltext": sql.fulltext(query, where, params, depth)}
-    if embedding is not None:
+    scores: list[float] = []
+    if embedder is not None and embedding is not None:
         with watch.step("embed"):  # only the wait left after the lexical half
             vector = _query_vector(embedding)
         if vector is not None:
             with watch.step("vector"):
-                rankings["vector"] = sql.vector(vector, where, params, depth)
-    return rankings
+                nearest = sql.vector(vector, where, params, depth, model=embedder.model)
+            rankings["vector"] = [claim_id for claim_id, _ in nearest]
+            scores = [score for _, score in nearest]
+    return Lists(rankings=rankings, dense_scores=scores)
+
+
+def fuse(
+    query: Query,
+    lists: Lists,
+    *,
+    embedder: Embedder | None,
+    base: Mapping[str, float] | None = None,
+) -> tuple[dict[int, float], ListWeights]:
+    """Weighted RRF (k = 1) of stage 1's lists, each weighed for this query.
+
+    `base` weighs the lists by name (a name it omits counts 1.0); the vector list is
+    then weakened when it cannot be informative for this query (`retrieval.domain.fusion`).
+    A list of weight 0 is left out, so its noise does not even become a candidate.
+    """
+    chosen = list_weights(
+        query_text=query.text,
+        languages=getattr(embedder, "languages", None),
+        base=base or {},
+    )
+    kept = {
+        name: ids
+        for name, ids in lists.rankings.items()
+        if chosen.weights.get(name, 1.0) > 0 or len(lists.rankings) == 1
+    }
+    fused = ranking.rrf(
+        list(kept.values()),
+        k=ranking.RRF_K,
+        weights=[chosen.weights.get(name, 1.0) for name in kept],
+    )
+    return fused, chosen
 
 
 def _query_vector(embedding: Future[list[list[float]]]) -> list[float] | None:
@@ -140,13 +195,10 @@ def search(
     (`fulltext`, `vector`) in weighted RRF; a list it does not name counts 1.0.
     """
     watch = Stopwatch()
-    rankings = stage1(query, embedder=embedder, watch=watch)
+    lists = stage1_lists(query, embedder=embedder, watch=watch)
+    rankings = lists.rankings
     with watch.step("blend"):
-        fused = ranking.rrf(
-            list(rankings.values()),
-            k=ranking.RRF_K,
-            weights=[(fusion or {}).get(name, 1.0) for name in rankings],
-        )
+        fused, _ = fuse(query, lists, embedder=embedder, base=fusion)
         docs = sql.documents(list(fused), with_text=reranking is not None)
         choices = {} if weights else weights_active({d.group_id for d in docs.values()})
         choice = {cid: choices.get(doc.group_id, weights or ranking.DEFAULT_CHOICE)

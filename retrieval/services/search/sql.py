@@ -125,23 +125,31 @@ def fulltext(query: Query, where: str, params: list[Any], depth: int) -> list[in
     return [claim_id for claim_id, _ in lexical_scores(query, where, params, depth)]
 
 
-def vector(embedding: Sequence[float], where: str, params: list[Any], depth: int) -> list[int]:
-    """The nearest documents to the query's vector that pass the filters, nearest first."""
+def vector(
+    embedding: Sequence[float], where: str, params: list[Any], depth: int, *, model: str
+) -> list[tuple[int, float]]:
+    """The nearest documents to the query's vector that pass the filters, nearest first,
+    each with its cosine similarity to the query.
+
+    Only documents embedded by the query's `model` compare: two models of one dimension
+    (MiniLM and e5 are both 384) place texts in unrelated spaces.
+    """
     dim = len(embedding)
     if dim not in INDEXED_DIMENSIONS:
         raise ValueError(f"no vector index for dimension {dim}")
     literal = "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
     sql = f"""
-        SELECT d.claim_id FROM retrieval_searchdocument d
-        WHERE d.dimension = {dim} AND {where}
-        ORDER BY d.embedding::vector({dim}) <=> %s::vector({dim}), d.claim_id
+        SELECT d.claim_id, d.embedding::vector({dim}) <=> %s::vector({dim}) AS distance
+        FROM retrieval_searchdocument d
+        WHERE d.dimension = {dim} AND d.embedding_model = %s AND {where}
+        ORDER BY distance, d.claim_id
         LIMIT %s
     """  # noqa: S608 - dim is an int from a fixed set; values are parameters
     with connection.cursor() as cursor:
         # Keep scanning the HNSW graph until enough rows pass the filters.
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(sql, [*params, literal, depth])
-        return [row[0] for row in cursor.fetchall()]
+        cursor.execute(sql, [literal, model, *params, depth])
+        return [(row[0], 1.0 - row[1]) for row in cursor.fetchall()]
 
 
 def votes(claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
