@@ -98,8 +98,9 @@ def test_with_minilm_a_vietnamese_query_ranks_as_full_text_does(
     assert chosen.reason is not None
     assert "outside the embedder's languages" in chosen.reason
     assert sorted(fused, key=lambda c: -fused[c]) == lists.rankings["fulltext"]  # ...unheard
-    assert english_choice.reason is None
-    assert english_choice.weights == {"fulltext": 1.0, "vector": 1.0}
+    # In English, MiniLM keeps its vote; full text, knowing none of these words, sits out.
+    assert english_choice.weights == {"fulltext": 0.0, "vector": 1.0}
+    assert english_choice.reason == "the index knows 0% of the query's words"
 
 
 def test_vectors_of_another_model_of_the_same_dimension_are_refused_and_never_compared(

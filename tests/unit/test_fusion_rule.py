@@ -7,7 +7,12 @@ import string
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retrieval.domain.fusion import FOREIGN_SHARE_LIMIT, foreign_share, list_weights
+from retrieval.domain.fusion import (
+    FOREIGN_SHARE_LIMIT,
+    MIN_COVERAGE,
+    foreign_share,
+    list_weights,
+)
 
 ENGLISH = frozenset({"en"})
 weights = st.floats(min_value=0, max_value=10, allow_nan=False)
@@ -55,3 +60,25 @@ def test_the_rule_only_ever_lowers_the_vector_list(text: str, full: float, vec: 
     assert chosen.weights["vector"] in (vec, 0.0)
     assert (chosen.weights["vector"] == vec) == (chosen.reason is None) or vec == 0.0
     assert 0.0 <= foreign_share(text) <= 1.0
+
+
+def test_a_query_whose_words_the_index_hardly_knows_is_left_to_the_vector_list() -> None:
+    chosen = list_weights(
+        query_text="How many points did the Panthers concede?", languages=None, base={},
+        coverage=0.25,
+    )  # fmt: skip
+
+    assert chosen.weights == {"fulltext": 0.0, "vector": 1.0}
+    assert chosen.reason == "the index knows 25% of the query's words"
+
+
+@given(coverage=st.floats(min_value=0, max_value=1), foreign=st.booleans())
+def test_never_both_lists_are_left_out(coverage: float, foreign: bool) -> None:
+    text = "Hà Nội là thủ đô của nước nào" if foreign else "capital of Vietnam"
+    for has_vector in (True, False):
+        chosen = list_weights(
+            query_text=text, languages=ENGLISH, base={}, coverage=coverage, has_vector=has_vector
+        )
+        assert max(chosen.weights.values()) > 0
+        left_out_fulltext = chosen.weights["fulltext"] == 0
+        assert left_out_fulltext == (has_vector and not foreign and coverage < MIN_COVERAGE)

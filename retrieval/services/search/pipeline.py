@@ -42,6 +42,7 @@ class Lists:
 
     rankings: dict[str, list[int]]
     dense_scores: list[float]
+    coverage: float = 1.0  # the share of the query's words the index knows
 
 
 def stage1(
@@ -70,6 +71,7 @@ def stage1_lists(
     embedding = _embedding_pool().submit(embedder.embed, [query.text]) if embedder else None
     with watch.step("lexical"):
         rankings = {"fulltext": sql.fulltext(query, where, params, depth)}
+        coverage = sql.term_coverage(query.text) if embedder is not None else 1.0
     scores: list[float] = []
     if embedder is not None and embedding is not None:
         with watch.step("embed"):  # only the wait left after the lexical half
@@ -79,7 +81,7 @@ def stage1_lists(
                 nearest = sql.vector(vector, where, params, depth, model=embedder.model)
             rankings["vector"] = [claim_id for claim_id, _ in nearest]
             scores = [score for _, score in nearest]
-    return Lists(rankings=rankings, dense_scores=scores)
+    return Lists(rankings=rankings, dense_scores=scores, coverage=coverage)
 
 
 def fuse(
@@ -91,13 +93,16 @@ def fuse(
 ) -> tuple[dict[int, float], ListWeights]:
     """Weighted RRF (k = 1) of stage 1's lists, each weighed for this query.
 
-    `base` weighs the lists by name (a name it omits counts 1.0); the vector list is
-    then weakened when it cannot be informative for this query (`retrieval.domain.fusion`).
+    `base` weighs the lists by name (a name it omits counts 1.0); a list is then
+    weakened when it cannot be informative for this query (`retrieval.domain.fusion`:
+    a query outside an English embedder's language, or whose words the index hardly knows).
     A list of weight 0 is left out, so its noise does not even become a candidate.
     """
     chosen = list_weights(
         query_text=query.text,
         languages=getattr(embedder, "languages", None),
+        coverage=lists.coverage,
+        has_vector="vector" in lists.rankings,
         base=base or {},
     )
     kept = {
