@@ -2,8 +2,34 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from curation.domain.names import normalize_name
+
+OBJECT_KEY_MAX = 300  # Claim.object_key's length
+_DIGEST = "#sha256:"
+
+
+def value_key(*, entity_id: int | None, literal: str | None) -> str:
+    """What makes two values "the same value": "e:<entity id>" or "l:<normalised literal>".
+
+    A literal key that would not be shorter than OBJECT_KEY_MAX characters keeps its
+    readable head and ends with the SHA-256 of the whole normalised literal, so it is
+    exactly OBJECT_KEY_MAX long (no plain key is) and never merely cut:
+    passages of a repetitive document often share their first few hundred characters and
+    differ only at the end, and a cut key made them "the same value", so all but the first
+    were dropped as re-confirmations of it.
+    """
+    if entity_id is not None:
+        return f"e:{entity_id}"
+    normalized = normalize_name(literal or "")
+    key = f"l:{normalized}"
+    if len(key) < OBJECT_KEY_MAX:
+        return key
+    tail = _DIGEST + hashlib.sha256(normalized.encode("utf-8")).hexdigest()
+    return key[: OBJECT_KEY_MAX - len(tail)] + tail
 
 
 @dataclass(frozen=True)

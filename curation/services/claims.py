@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 
 from django.db import transaction
 
 from curation.domain import supersession
-from curation.domain.names import normalize_name
 from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus, Decision
 from curation.models import Claim, Entity, Episode, Evidence, Source
 from curation.ports import ContradictionJudge
 from curation.selectors import functional_predicates
 from curation.services.outbox import outbox_enqueue
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,9 @@ class NewClaim:
 
 def object_key(*, object_entity: Entity | None, object_literal: str | None) -> str:
     """What makes two values "the same value" for duplicate and supersession checks."""
-    if object_entity is not None:
-        return f"e:{object_entity.pk}"
-    return f"l:{normalize_name(object_literal or '')}"[:300]
+    return supersession.value_key(
+        entity_id=None if object_entity is None else object_entity.pk, literal=object_literal
+    )
 
 
 def _current_values(claim: Claim) -> list[supersession.CurrentValue]:
@@ -107,7 +109,14 @@ def claim_record(
     valid_from: dt.datetime,
     judge: ContradictionJudge | None = None,
 ) -> Claim:
-    """Record one extracted claim as the tier decision says, with its evidence."""
+    """Record one extracted claim as the tier decision says, with its evidence.
+
+    Returns the claim that now holds it: the new one, or the published claim of the same
+    subject, predicate and value that it re-confirms. An episode that says one published
+    claim twice (a passage or relation repeated word for word) cites it once, at its
+    first span (one evidence per claim and episode); the caller sees the same claim
+    returned again and counts the repeat.
+    """
     claim = Claim(
         group_id=source.group_id,
         source=source,
@@ -131,7 +140,14 @@ def claim_record(
         claim.save()
         recorded = claim
     if recorded is not claim and recorded.evidence.filter(episode=episode).exists():
-        return recorded  # the same episode says it twice: one citation is enough
+        # The same episode says it twice: one citation is enough.
+        logger.debug(
+            "episode %s repeats claim %s at %s; its first citation is kept",
+            episode.pk,
+            recorded.pk,
+            new.span,
+        )
+        return recorded
     start, end = new.span if new.span else (None, None)
     Evidence.objects.create(
         claim=recorded,

@@ -67,6 +67,7 @@ class IngestReport:
     failed: int = 0
     pages: int = 0
     started_at: dt.datetime = field(default_factory=timezone.now)
+    # Cited claims by status, and REPEATED: extracted claims an episode said again.
     claims: Counter[str] = field(default_factory=Counter)
     failures: list[tuple[str, str]] = field(default_factory=list)
     error: str = ""
@@ -97,6 +98,11 @@ class IngestReport:
 
 # Told after each committed page, with the run's report so far (counts, pages).
 ProgressCallback = Callable[[IngestReport], None]
+
+
+# The key of `IngestReport.claims` that counts extracted claims an episode repeated
+# (beside one key per status of the claims it cites).
+REPEATED = "repeated"
 
 
 class RecordRejected(Exception):
@@ -197,6 +203,7 @@ def _process(
     )
     valid_from = record.updated_at or episode.fetched_at
     counts: Counter[str] = Counter()
+    cited: set[int] = set()
     for item in extracted:
         claim = claim_record(
             source=source,
@@ -206,6 +213,12 @@ def _process(
             valid_from=valid_from,
             judge=adapters.contradiction,
         )
+        if claim.pk in cited:
+            # Said word for word earlier in this episode (same subject, predicate and
+            # value): one claim, one citation; the repeat is counted, not lost silently.
+            counts[REPEATED] += 1
+            continue
+        cited.add(claim.pk)
         counts[claim.status] += 1
     _retire_previous_revision(source, episode)
     return counts
@@ -279,7 +292,7 @@ def _ingest_record(
             )
             counts = _process(source, record, episode, adapters, report.entities)
             episode.status = EpisodeStatus.PROCESSED
-            episode.claims_count = sum(counts.values())
+            episode.claims_count = sum(n for key, n in counts.items() if key != REPEATED)
             episode.save(update_fields=["status", "claims_count"])
     except (OperationalError, InterfaceError):
         raise  # the database is gone: stop the run, the page is retried next time
