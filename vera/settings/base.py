@@ -182,8 +182,11 @@ VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
 VERA_EMBEDDER__PROVIDER = env_str("VERA_EMBEDDER__PROVIDER", "minilm")
 VERA_EMBEDDER__MODEL = env_str("VERA_EMBEDDER__MODEL", "")
 VERA_EMBEDDER__DIMENSION = env_int("VERA_EMBEDDER__DIMENSION", default=0)
-# Threads of a local e5 model per process (0: every core). OpenMP reads it once.
-VERA_EMBEDDER__THREADS = env_int("VERA_EMBEDDER__THREADS", default=0)
+# Threads of a local e5 model per process (0: every core). OpenMP reads it once. One, as
+# MiniLM uses: web and worker processes share the cores, and OpenMP's barriers stall
+# when its threads wait for a core (query p50 849 ms with 2 threads on a loaded 2-core
+# machine, 14.5 ms idle; 23.6 ms with 1 thread idle).
+VERA_EMBEDDER__THREADS = env_int("VERA_EMBEDDER__THREADS", default=1)
 # Provider requests per second (hosted embedders only).
 VERA_EMBEDDER__RATE_PER_S = env_int("VERA_EMBEDDER__RATE_PER_S", default=10)
 
