@@ -15,7 +15,7 @@ from curation.domain.outbox import Consumer
 from curation.models import OutboxJob, Source
 from curation.ports import GraphProjection, ObjectStore
 from curation.services.ingest import IngestAdapters
-from curation.services.outbox import Handler
+from curation.services.outbox import BatchHandler, Handler
 
 
 class Providers(Protocol):
@@ -32,6 +32,10 @@ class Providers(Protocol):
     def outbox_handlers(self, consumer: Consumer) -> dict[str, Handler]: ...
 
     def outbox_prepare(self, consumer: Consumer) -> Callable[[list[OutboxJob]], None] | None: ...
+
+    def outbox_batch(self, consumer: Consumer) -> BatchHandler | None:
+        """Runs many of the consumer's jobs in one go (falls back to `outbox_handlers`)."""
+        ...
 
     def outbox_available(self, consumer: Consumer) -> str:
         """Why the consumer's backend cannot take work now; "" when it can."""

@@ -87,6 +87,7 @@ def _drain(
         logger.warning("outbox consumer %s waits: its backend is down (%s)", consumer, down)
         return {"waiting": 1}
     handlers, prepare = providers.outbox_handlers(consumer), providers.outbox_prepare(consumer)
+    batch = providers.outbox_batch(consumer)
     totals: dict[str, int] = {}
     deadline = time.monotonic() + OUTBOX_RUN_BUDGET_S
     system = principal_system("outbox")  # every scope, looked up once per run
@@ -95,6 +96,7 @@ def _drain(
             consumer=consumer,
             handlers=handlers,
             prepare=prepare,
+            batch=batch,
             max_priority=max_priority,
             limit=limit,
             principal=system,

@@ -8,6 +8,7 @@ takes its due jobs most urgent first, so a reviewer's decision overtakes a bulk 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 import random
 from collections import Counter
@@ -27,6 +28,9 @@ from tenants.domain.access import Principal
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[OutboxJob], None]
+# Does for a list of jobs exactly what their handlers would do one by one, in one go
+# (one transaction): e.g. one bulk index write for many claims.
+BatchHandler = Callable[[list[OutboxJob]], None]
 # Called after a transaction that enqueued urgent work commits: the composition root
 # wakes the interactive lane's worker, which takes only urgent jobs.
 Notifier = Callable[[Priority], None]
@@ -35,6 +39,9 @@ BACKOFF_BASE_S = 5.0
 BACKOFF_CAP_S = 3600.0
 # How long a leased batch is hidden from other workers: longer than any batch takes.
 LEASE = dt.timedelta(minutes=10)
+# Jobs a batch handler takes in one transaction: few enough that the locks it holds
+# (the index's per-group statistics) are released in well under a second.
+BATCH_WRITE = 50
 
 _notifier: Notifier | None = None
 
@@ -144,6 +151,28 @@ def _claim(
     return jobs
 
 
+def _run_batch(jobs: list[OutboxJob], batch: BatchHandler, principal: Principal | None) -> bool:
+    """Run `jobs` through `batch` and mark them done, all in one transaction; False if it failed.
+
+    A failure rolls everything back (no job touched): the caller then runs the jobs one
+    by one, so the job at fault fails alone, with its own reason.
+    """
+    now = timezone.now()
+    try:
+        with _context(principal):
+            batch(jobs)
+            OutboxJob.objects.filter(pk__in=[job.pk for job in jobs]).update(
+                status=OutboxJob.Status.DONE, done_at=now
+            )
+    except Exception:
+        logger.warning("outbox batch of %s jobs failed; running them one by one", len(jobs),
+                       exc_info=True)  # fmt: skip
+        return False
+    for job in jobs:
+        job.status, job.done_at = OutboxJob.Status.DONE, now
+    return True
+
+
 def outbox_process(
     *,
     consumer: Consumer,
@@ -152,6 +181,7 @@ def outbox_process(
     max_priority: Priority = Priority.MAINTENANCE,
     max_attempts: int = MAX_ATTEMPTS,
     prepare: Callable[[list[OutboxJob]], None] | None = None,
+    batch: BatchHandler | None = None,
     principal: Principal | None = None,
 ) -> Counter[str]:
     """Run up to `limit` of the consumer's due jobs, most urgent first (priority, then age).
@@ -159,13 +189,16 @@ def outbox_process(
     The batch is leased in a short transaction (FOR UPDATE SKIP LOCKED, then its
     `available_at` moved LEASE ahead), so several workers (a bulk lane and an
     interactive one) share the queue without running a job twice, and a worker that
-    dies only delays its batch by the lease. Each job then commits on its own: a bulk
-    batch never holds the index's locks for long, so an urgent job is not kept
-    waiting behind it. With `principal`, each step is a transaction under that tenant
+    dies only delays its batch by the lease. Each job then commits on its own, or with
+    `batch` each group of at most BATCH_WRITE jobs (that have a handler) commits as
+    one: either way a bulk batch never holds the index's locks for long, so an urgent
+    job is not kept waiting behind it. A group whose batch handler fails is rolled
+    back and run again job by job, so only the job at fault is retried or buried, with
+    its own reason. With `principal`, each step is a transaction under that tenant
     context; without, each is a savepoint in the caller's (tests, shells).
     `max_priority` lets the interactive lane take only urgent jobs. `prepare` sees the
-    whole batch first (e.g. to embed every text in one model call); a failure there
-    only costs the batching, never a job.
+    whole batch first (e.g. to embed every text in one model call, outside any write);
+    a failure there only costs the batching, never a job.
     """
     jobs = _claim(consumer, limit, max_priority, principal)
     if prepare is not None and jobs:
@@ -175,9 +208,15 @@ def outbox_process(
         except Exception:  # the jobs still run, one by one, and fail on their own
             logger.warning("outbox batch preparation failed", exc_info=True)
     outcomes: Counter[str] = Counter()
+    if batch is not None:
+        handled = [job for job in jobs if job.kind in handlers]
+        for group in itertools.batched(handled, BATCH_WRITE):
+            if _run_batch(list(group), batch, principal):
+                outcomes["done"] += len(group)
     for job in jobs:
-        with _context(principal):
-            outcomes[_run(job, handlers.get(job.kind), max_attempts)] += 1
+        if job.status == OutboxJob.Status.PENDING:  # not done by a batch
+            with _context(principal):
+                outcomes[_run(job, handlers.get(job.kind), max_attempts)] += 1
     return outcomes
 
 

@@ -185,6 +185,16 @@ def index_job(job: OutboxJob, *, embedder: Embedder) -> None:
     index_claims(claim_ids=[int(job.payload["claim_id"])], embedder=embedder)
 
 
+def index_jobs(jobs: list[OutboxJob], *, embedder: Embedder) -> None:
+    """Outbox batch handler: what `index_job` does for each job, in one bulk write.
+
+    `index_prepare` has embedded the texts already, so they are cache hits here and
+    the write transaction stays short. Within a batch, postings are ordered by the
+    group's average length before it (as `index_rebuild` does), not claim by claim.
+    """
+    index_claims(claim_ids=[int(job.payload["claim_id"]) for job in jobs], embedder=embedder)
+
+
 def index_rebuild(
     *,
     embedder: Embedder,

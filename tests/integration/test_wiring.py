@@ -29,7 +29,11 @@ def test_every_embedder_provider_builds_from_settings(
 
 @pytest.mark.parametrize(
     ("provider", "passage", "query"),
-    [("e5", "passage", "query"), ("voyage", "document", "query"), ("minilm", None, None)],
+    [
+        ("e5", "passage", "query"),
+        ("voyage", "document", "query"),
+        ("minilm", "windows-256-64", "windows-256-64"),
+    ],
 )
 def test_search_embeds_queries_in_the_query_role_of_the_indexing_model(
     settings, monkeypatch: pytest.MonkeyPatch, provider: str, passage: str, query: str
