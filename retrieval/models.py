@@ -11,8 +11,10 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Func, Q, Value
 from pgvector.django import VectorField
+
+from retrieval.domain.lexical import PUNCTUATION
 
 # Dimensions with an HNSW index (pgvector indexes need a fixed dimension): hashing,
 # MiniLM, Voyage, OpenAI text-embedding-3-small.
@@ -39,9 +41,20 @@ class SearchDocument(models.Model):
         "curation.Claim", on_delete=models.CASCADE, related_name="search_document"
     )
     text = models.TextField()
-    # `simple`: no stemming, no stop words, diacritics kept — any language by exact form.
+    # `simple`: no stemming, no stop words, diacritics kept — any language by exact form;
+    # ASCII punctuation is a space first (`lexical.PUNCTUATION`: "IL-6" is "il" and "6").
     tsv = models.GeneratedField(
-        expression=SearchVector("text", config="simple"),
+        expression=SearchVector(
+            Func(
+                F("text"),
+                Value(PUNCTUATION),
+                Value(" "),
+                Value("g"),
+                function="regexp_replace",
+                output_field=models.TextField(),
+            ),
+            config="simple",
+        ),
         output_field=SearchVectorField(),
         db_persist=True,
     )

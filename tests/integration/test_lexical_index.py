@@ -16,6 +16,7 @@ from retrieval.domain import lexical
 from retrieval.domain.query import Query
 from retrieval.models import LexicalCorpus, LexicalTerm, LexicalTermStat
 from retrieval.services.index import index_claims
+from retrieval.services.search import sql as search_sql
 from retrieval.services.search.sql import lexical_scores
 from retrieval.services.search.sql import where_clause as _where
 from tenants import rls
@@ -165,3 +166,43 @@ def test_the_postings_only_path_scores_as_the_joined_path_when_valid_now(
         joined = lexical_scores(query, f"{where} AND TRUE", params, 50)  # forces the join
     assert fast == joined
     assert ids[0] not in dict(fast)  # superseded: its postings are not "published"
+
+
+def test_punctuation_separates_words_alike_when_indexed_and_queried(tenant_a: Tenant) -> None:
+    ids = _claims(tenant_a, ["il-6 drives t-cell growth", "il 6 and il/10 levels (1.2 mg)"])
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        terms = set(LexicalTerm.objects.filter(claim_id=ids[0]).values_list("term", flat=True))
+        spaced = Query(text="IL 6 t cell")
+        hyphenated = Query(text="IL-6 T-cell")
+        where, params = _where(spaced)
+        assert lexical_scores(spaced, where, params, 50) == lexical_scores(
+            hyphenated, where, params, 50
+        )
+        slashed = Query(text="IL/10 1.2")
+        ranked = dict(lexical_scores(slashed, where, params, 50))
+    assert terms == {"il", "6", "drives", "t", "cell", "growth"}  # not "il-6", "-6", "t-cell"
+    assert set(ranked) == set(ids)  # "il" is in both; "10", "1", "2" only in the second
+    assert ranked[ids[1]] > ranked[ids[0]]
+
+
+def test_candidates_are_scored_from_every_posting_when_lists_run_past_the_cut(
+    tenant_a: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_sql, "POSTINGS_PER_TERM", 1)
+    ids = _claims(tenant_a, FACTS)
+    query = Query(text="the kafka runs on one cache")
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        where, params = _where(query)
+        scores = dict(lexical_scores(query, where, params, 50))
+    df, (documents, tokens) = _expected(FACTS)
+    expected = {
+        claim_id: lexical.bm25(
+            query.text.split(), Counter(fact.split()), document_frequency=df,
+            documents=documents, avg_len=tokens / documents,
+        )
+        for claim_id, fact in zip(ids, FACTS, strict=True)
+    }  # fmt: skip
+    # One posting a term finds the candidates; each candidate's score is still its whole
+    # BM25, "on" and "one" included where their single posting read was another claim's.
+    assert scores == pytest.approx({k: expected[k] for k in scores}, rel=1e-9)
+    assert ids[2] in scores  # found by "cache" alone
