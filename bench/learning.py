@@ -240,7 +240,7 @@ def evaluate(principal: Any, group_id: str, chosen: list[tuple[str, int | None]]
         started = time.perf_counter()
         run = evaluation_run(
             actor=principal, group_id=group_id, search=bootstrap.search(),
-            embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
+            now=timezone.now(),
             trigger="bench", weight_set_id=weight_set_id,
         )  # fmt: skip
         values = {metric: getattr(run, metric) for metric in METRICS}

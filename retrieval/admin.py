@@ -10,10 +10,12 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from retrieval import bootstrap
 from retrieval.domain.query import MAX_QUERY_CHARS
 from retrieval.models import (
     CalibrationRun,
@@ -27,6 +29,7 @@ from retrieval.models import (
     WeightActivation,
     WeightSet,
 )
+from retrieval.services.embedding import SwitchRefused, catch_up_progress, embedding_switch
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
 from tenants.admin import WrittenByServices
 from tenants.domain.access import ANONYMOUS, Principal
@@ -64,9 +67,93 @@ class FeedbackAdmin(ReadOnlyAdmin):
     list_filter = ["helpful"]
 
 
+class EmbeddingSwitchForm(forms.Form):
+    """Switch one workspace to another offered embedding model."""
+
+    workspace = forms.ChoiceField()
+    provider = forms.ChoiceField(label="model")
+    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
+    confirm = forms.BooleanField(
+        label="I understand: until the worker has re-embedded a document, vector search "
+        "does not see it (full text still finds it)."
+    )
+
+    def __init__(self, *args: Any, workspaces: list[Scope], choices: tuple[str, ...],
+                 **kwargs: Any) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        workspace = cast(forms.ChoiceField, self.fields["workspace"])
+        workspace.choices = [(scope.group_id, str(scope)) for scope in workspaces]
+        provider = cast(forms.ChoiceField, self.fields["provider"])
+        provider.choices = [(name, name) for name in choices]
+
+
 @admin.register(GroupEmbedding)
 class GroupEmbeddingAdmin(ReadOnlyAdmin):
-    list_display = ["group_id", "model", "dimension", "created_at"]
+    """Each workspace's embedding model, and how far the re-embedding after a switch got.
+
+    The switch page lets a workspace admin choose among the models the operator offers
+    (VERA_EMBEDDER__CHOICES); the worker re-embeds the documents in the background.
+    """
+
+    list_display = ["group_id", "provider", "model", "dimension", "progress", "switched_at",
+                    "created_at"]  # fmt: skip
+    change_list_template = "admin/retrieval/groupembedding_change_list.html"
+
+    def has_view_permission(self, request: HttpRequest, obj: GroupEmbedding | None = None) -> bool:
+        """Model permission, or the admin role in a workspace (rows are RLS-filtered)."""
+        administered = request_principal(request).groups_at_least(Role.ADMIN)
+        return super().has_view_permission(request, obj) or any(
+            group.startswith(f"{ScopeKind.WORKSPACE.value}:") for group in administered
+        )
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return super().has_module_permission(request) or self.has_view_permission(request)
+
+    @admin.display(description="documents on this model")
+    def progress(self, obj: GroupEmbedding) -> str:
+        left, total = catch_up_progress(obj.group_id)
+        return f"{total - left} of {total}" + (" (re-embedding)" if left else "")
+
+    def get_urls(self) -> list[URLPattern]:
+        switch = path(
+            "switch/",
+            self.admin_site.admin_view(self.switch_view),
+            name="retrieval_groupembedding_switch",
+        )
+        return [switch, *super().get_urls()]
+
+    def switch_view(self, request: HttpRequest) -> HttpResponse:
+        actor = request_principal(request)
+        catalog = bootstrap.providers().embedders()
+        workspaces = list(
+            Scope.objects.filter(
+                group_id__in=actor.groups_at_least(Role.ADMIN), kind=ScopeKind.WORKSPACE
+            ).order_by("name")
+        )
+        form = EmbeddingSwitchForm(
+            request.POST or None, workspaces=workspaces, choices=catalog.choices()
+        )
+        if request.method == "POST" and form.is_valid():
+            try:
+                switch = embedding_switch(
+                    actor=actor, group_id=form.cleaned_data["workspace"],
+                    provider=form.cleaned_data["provider"], catalog=catalog,
+                    reason=form.cleaned_data["reason"],
+                )  # fmt: skip
+            except (SwitchRefused, PermissionDenied) as refused:
+                form.add_error(None, str(refused))
+            else:
+                self.message_user(request, switch.message, messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:retrieval_groupembedding_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Switch a workspace's embedding model",
+            "form": form,
+            "offered": catalog.choices(),
+            "default": catalog.default,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/retrieval/embedding_switch.html", context)
 
 
 # --- The learning loop -------------------------------------------------------------------

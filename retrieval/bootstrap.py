@@ -7,7 +7,7 @@ from typing import Protocol
 from django.core.exceptions import ImproperlyConfigured
 
 from curation.ports import Embedder
-from retrieval.ports import Reranking, Search
+from retrieval.ports import EmbedderCatalog, Reranking, Search
 
 
 class Providers(Protocol):
@@ -19,6 +19,10 @@ class Providers(Protocol):
 
     def query_embedder(self) -> Embedder:
         """The same model for search queries (a different role where the model has one)."""
+        ...
+
+    def embedders(self) -> EmbedderCatalog:
+        """The models workspaces may be indexed with (each workspace's is its pin's)."""
         ...
 
     def reranking(self) -> Reranking | None: ...

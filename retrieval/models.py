@@ -22,12 +22,21 @@ INDEXED_DIMENSIONS = (256, 384, 1024, 1536)
 
 
 class GroupEmbedding(models.Model):
-    """The embedding model and dimension a group was built with; other writes are refused."""
+    """The embedding model a group is indexed with; writes with another model are refused.
+
+    `provider` names the model among those the operator offers (VERA_EMBEDDER__CHOICES):
+    the first write records the default, a workspace admin's switch records another
+    (`retrieval.services.embedding.embedding_switch`), and the group's claims are then
+    re-embedded in the background. Empty on pins older than the choice: then the
+    offered model with this `model` name serves the group.
+    """
 
     group_id = models.CharField(max_length=40, unique=True)
+    provider = models.CharField(max_length=20, blank=True, default="")
     model = models.CharField(max_length=100)
     dimension = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
+    switched_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.group_id}: {self.model} ({self.dimension})"
@@ -78,6 +87,8 @@ class SearchDocument(models.Model):
         indexes = [
             GinIndex(fields=["tsv"], name="searchdoc_tsv"),
             models.Index(fields=["group_id", "status"], name="searchdoc_group_status"),
+            # A workspace's documents still on its previous model (a switch's catch-up).
+            models.Index(fields=["group_id", "embedding_model"], name="searchdoc_group_model"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -10,8 +10,9 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from curation.ports import Embedder
 from retrieval.domain.query import Query
 from retrieval.domain.ranking import WeightChoice
 from retrieval.domain.results import Result
@@ -32,6 +33,30 @@ class Search(Protocol):
         weights: WeightChoice | None = None,
         record: bool = True,
     ) -> Result: ...
+
+
+@runtime_checkable
+class EmbedderCatalog(Protocol):
+    """The embedding models an operator offers, by provider name ("minilm", "e5" ...).
+
+    A workspace is indexed with one of them (its `GroupEmbedding` pin); a new workspace
+    gets `default`. Each model has a passage role (what is indexed) and a query role.
+    """
+
+    @property
+    def default(self) -> str: ...
+
+    def choices(self) -> tuple[str, ...]:
+        """Every provider a workspace may choose, the default first."""
+        ...
+
+    def passage(self, provider: str) -> Embedder:
+        """The provider's embedder for indexed texts; KeyError when it is not offered."""
+        ...
+
+    def query(self, provider: str) -> Embedder:
+        """The provider's embedder for search queries; KeyError when it is not offered."""
+        ...
 
 
 class Reranker(Protocol):

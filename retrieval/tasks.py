@@ -1,4 +1,5 @@
-"""Nightly learning jobs (maintenance lane): calibrate weights, evaluate golden sets.
+"""Maintenance-lane jobs: nightly calibration and golden-set evaluation; re-embedding
+after a workspace's embedding model is switched (every minute, from beat).
 
 Beat sends them on the schedule in the database (django-celery-beat's PeriodicTask
 rows `retrieval-nightly-calibration` and `retrieval-nightly-evaluation`, created by a
@@ -22,7 +23,9 @@ from retrieval import bootstrap
 from retrieval.domain.evaluation import Floors
 from retrieval.models import CalibrationRun, EvaluationRun, Feedback, GoldenQuery, WeightSet
 from retrieval.services.calibration import RunInProgress, calibration_run
+from retrieval.services.embedding import catch_up_progress
 from retrieval.services.evaluation import evaluation_run
+from retrieval.services.index import groups_to_catch_up, index_catch_up
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -64,7 +67,7 @@ def evaluator(
             return None
         return evaluation_run(
             actor=actor, group_id=weight_set.group_id, search=bootstrap.search(),
-            embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
+            now=timezone.now(),
             trigger=trigger, floors=Floors.parse(settings.VERA_LEARNING__FLOORS),
             weight_set_id=weight_set.pk, run_key=f"{run_key}:candidate" if run_key else "",
         )  # fmt: skip
@@ -128,7 +131,7 @@ def evaluate_groups(
     def evaluate(group_id: str) -> EvaluationRun:
         return evaluation_run(
             actor=principal_system("evaluation", group_ids=[group_id]), group_id=group_id,
-            search=bootstrap.search(), embedder_model=bootstrap.providers().embedder().model,
+            search=bootstrap.search(),
             now=timezone.now(), trigger=trigger, floors=gate, run_key=run_key,
         )  # fmt: skip
 
@@ -147,3 +150,25 @@ def evaluate_workspaces() -> dict[str, str]:
     """Nightly: evaluate every workspace's golden set with its active weights."""
     groups = groups_with_golden()
     return evaluate_groups(groups, trigger="schedule", run_key=_run_key("task"))
+
+
+@task(name="retrieval.index_catch_up", acks_late=True)
+def index_catch_up_workspaces() -> dict[str, str]:
+    """Every minute: re-embed, a bounded batch at a time, the documents of workspaces
+    whose embedding model was switched (see `retrieval.services.embedding`)."""
+    catalog = bootstrap.providers().embedders()
+    with rls.tenant_context(principal_system("index-catch-up")):
+        groups = groups_to_catch_up()
+    outcomes: dict[str, str] = {}
+    for group_id in groups:
+        try:
+            with rls.tenant_context(principal_system("index-catch-up", group_ids=[group_id])):
+                done = index_catch_up(group_id=group_id, catalog=catalog)
+                left, total = catch_up_progress(group_id)
+        except Exception as error:  # one workspace's failure must not stop the others'
+            logger.exception("re-embedding %s failed", group_id)
+            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
+        else:
+            outcomes[group_id] = f"re-embedded {done}; {left} of {total} left"
+            logger.info("re-embedding %s: %s", group_id, outcomes[group_id])
+    return outcomes

@@ -35,7 +35,7 @@ from curation.services import projection
 from curation.services.ingest import IngestAdapters
 from curation.services.outbox import BatchHandler, Handler
 from curation.services.sources import source_policy
-from retrieval.ports import Reranker, Reranking
+from retrieval.ports import EmbedderCatalog, Reranker, Reranking
 from retrieval.services.index import index_job, index_jobs, index_prepare
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
@@ -84,6 +84,8 @@ def reset() -> None:
                 if callable(close):
                     close()
         factory.cache_clear()
+    provider_embedder.cache_clear()
+    embedder_catalog.cache_clear()
     judges.cache_clear()
     reranking.cache_clear()
 
@@ -184,8 +186,8 @@ LOCAL_EMBEDDERS = ("hashing", "minilm", "e5")  # no network: no breaker, no rate
 
 @functools.cache
 def embedder() -> Embedder:
-    """The configured embedder (VERA_EMBEDDER__PROVIDER) for what is indexed, with its caches."""
-    return _embedder(role="passage")
+    """The default embedder (VERA_EMBEDDER__PROVIDER) for what is indexed, with its caches."""
+    return provider_embedder(settings.VERA_EMBEDDER__PROVIDER, "passage")
 
 
 @functools.cache
@@ -195,17 +197,48 @@ def query_embedder() -> Embedder:
     e5 and Voyage embed a query differently from a passage (a prefix, an input type);
     the others embed both alike, and this is `embedder()` itself.
     """
-    return _embedder(role="query")
+    return provider_embedder(settings.VERA_EMBEDDER__PROVIDER, "query")
 
 
-def _embedder(*, role: str) -> Embedder:
+@functools.cache
+def embedder_catalog() -> EmbedderCatalog:
+    """The models workspaces may be indexed with: the default, then VERA_EMBEDDER__CHOICES."""
+    from retrieval.adapters.embedders import Catalog
+
+    default = settings.VERA_EMBEDDER__PROVIDER
+    offered = dict.fromkeys([default, *settings.VERA_EMBEDDER__CHOICES])
+    for provider in offered:
+        if provider not in EMBEDDER_PROVIDERS:
+            raise ImproperlyConfigured(
+                f"VERA_EMBEDDER__CHOICES names {provider!r}; choose among "
+                f"{', '.join(EMBEDDER_PROVIDERS)}."
+            )
+    return Catalog(
+        default=default,
+        models={
+            provider: (
+                functools.partial(provider_embedder, provider, "passage"),
+                functools.partial(provider_embedder, provider, "query"),
+            )
+            for provider in offered
+        },
+    )
+
+
+@functools.cache
+def provider_embedder(provider: str, role: str) -> Embedder:
+    """One offered provider's embedder in a role ("passage" or "query"), built once."""
+    return _embedder(provider=provider, role=role)
+
+
+def _embedder(*, provider: str, role: str) -> Embedder:
     from retrieval.adapters import embedders
 
-    provider = settings.VERA_EMBEDDER__PROVIDER
     if provider == "hashing":
         return embedders.HashingEmbedder(dimension=settings.VERA_EMBEDDER__DIMENSION or 256)
     if role == "query" and provider == "minilm":
-        return embedder()  # one model, one cache: a query is embedded as a passage is
+        # one model, one cache: a query is embedded as a passage is
+        return provider_embedder(provider, "passage")
     inner: Embedder
     if provider == "minilm":
         inner = embedders.MiniLMEmbedder()
@@ -339,6 +372,9 @@ class RetrievalProviders:
     def query_embedder(self) -> Embedder:
         return query_embedder()
 
+    def embedders(self) -> EmbedderCatalog:
+        return embedder_catalog()
+
     def reranking(self) -> Reranking | None:
         return reranking()
 
@@ -349,7 +385,7 @@ class RetrievalProviders:
         # Bound per call through `self`: a test that swaps one provider swaps it here too.
         return functools.partial(
             search,
-            embedder=self.query_embedder(),
+            embedder=self.embedders(),
             reranking=self.reranking(),
             fusion=fusion_weights(),
         )
@@ -387,19 +423,19 @@ class CurationProviders:
         if consumer is Consumer.GRAPH:
             project = functools.partial(projection.project_claim, graph=graph())
             return {PROJECT_CLAIM: project, LEGACY_RETIRE: project}
-        index = functools.partial(index_job, embedder=embedder())
+        index = functools.partial(index_job, embedder=embedder_catalog())
         return {PROJECT_CLAIM: index, LEGACY_RETIRE: index}
 
     def outbox_prepare(self, consumer: Consumer) -> Callable[[list[OutboxJob]], None] | None:
         if consumer is Consumer.INDEX:
-            return functools.partial(index_prepare, embedder=embedder())
+            return functools.partial(index_prepare, embedder=embedder_catalog())
         return None
 
     def outbox_batch(self, consumer: Consumer) -> BatchHandler | None:
         # The index writes many claims at once (its statistics triggers run once a
         # statement); the graph projects claim by claim.
         if consumer is Consumer.INDEX:
-            return functools.partial(index_jobs, embedder=embedder())
+            return functools.partial(index_jobs, embedder=embedder_catalog())
         return None
 
     def outbox_available(self, consumer: Consumer) -> str:

@@ -40,7 +40,7 @@ from retrieval.domain.evaluation import (
 )
 from retrieval.domain.query import MAX_QUERY_CHARS, Query
 from retrieval.domain.ranking import DEFAULT_CHOICE, WeightChoice
-from retrieval.models import EvaluationResult, EvaluationRun, GoldenQuery, WeightSet
+from retrieval.models import EvaluationResult, EvaluationRun, GoldenQuery, GroupEmbedding, WeightSet
 from retrieval.ports import Search
 from retrieval.selectors import search_result_cited, weights_active
 from retrieval.services.calibration import RunInProgress, try_lock
@@ -209,15 +209,19 @@ def evaluation_run(
     actor: Principal,
     group_id: str,
     search: Search,
-    embedder_model: str,
     now: dt.datetime,
     trigger: str,
+    embedder_model: str = "",
     floors: Floors | None = None,
     weight_set_id: int | None = None,
     run_key: str = "",
 ) -> EvaluationRun:
     """Evaluate one workspace's golden set (see the module docstring); recorded once per
-    `run_key`. Raises RunInProgress when an evaluation of the workspace is running."""
+    `run_key`. Raises RunInProgress when an evaluation of the workspace is running.
+
+    `embedder_model` is recorded with the run; by default the model the workspace is
+    indexed with (its pin), which is what its searches use.
+    """
     if not actor.can(Role.REVIEWER, group_id):
         raise PermissionDenied("evaluating needs the reviewer role in this workspace")
     # A principal of this workspace alone: evaluation can only ever read its own data.
@@ -261,6 +265,9 @@ def _evaluate(
     run_key: str,
 ) -> EvaluationRun:
     goldens = list(GoldenQuery.objects.filter(group_id=group_id, enabled=True).order_by("key"))
+    if not embedder_model:
+        pinned = GroupEmbedding.objects.filter(group_id=group_id).values_list("model", flat=True)
+        embedder_model = pinned.first() or ""
     run = EvaluationRun(
         group_id=group_id, run_key=run_key, trigger=trigger, started_at=timezone.now(),
         weight_set_id=choice.set_id, weight_version=choice.version,

@@ -15,6 +15,9 @@ from curation.ports import Embedder
 from curation.services.entities import canonical
 from retrieval.domain import lexical
 from retrieval.models import GroupEmbedding, SearchDocument
+from retrieval.ports import EmbedderCatalog
+from retrieval.services.calibration import try_lock
+from retrieval.services.embedding import group_provider, pin_provider, stale_documents
 
 # What the index keeps: what is valid now, and what was valid before (for as_of): a
 # superseded or retracted fact is hidden now but found as of a time it was valid.
@@ -74,10 +77,17 @@ def _subject_name(claim: Claim) -> str:
     return canonical(claim.subject).canonical_name
 
 
-def group_embedding_pin(*, group_id: str, embedder: Embedder) -> GroupEmbedding:
+# Either one embedder for every group, or the offered models, each group its own.
+Embedders = Embedder | EmbedderCatalog
+
+CATCH_UP_BATCH = 256  # claims re-embedded per transaction after a model switch
+
+
+def group_embedding_pin(*, group_id: str, embedder: Embedder, provider: str = "") -> GroupEmbedding:
     """The group's recorded model and dimension; the first write records them."""
     pin, _ = GroupEmbedding.objects.get_or_create(
-        group_id=group_id, defaults={"model": embedder.model, "dimension": embedder.dimension}
+        group_id=group_id,
+        defaults={"model": embedder.model, "dimension": embedder.dimension, "provider": provider},
     )
     if (pin.model, pin.dimension) != (embedder.model, embedder.dimension):
         raise DimensionMismatch(
@@ -87,9 +97,20 @@ def group_embedding_pin(*, group_id: str, embedder: Embedder) -> GroupEmbedding:
     return pin
 
 
+def _for_group(embedders: Embedders, group_id: str) -> tuple[Embedder, str]:
+    """The embedder for a group's documents, and the provider name its pin records."""
+    if isinstance(embedders, EmbedderCatalog):
+        provider = group_provider(group_id, embedders)
+        return embedders.passage(provider), provider
+    return embedders, ""
+
+
 @transaction.atomic
-def index_claims(*, claim_ids: list[int], embedder: Embedder) -> int:
-    """Upsert (or drop) the index documents of these claims; returns how many are indexed."""
+def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
+    """Upsert (or drop) the index documents of these claims; returns how many are indexed.
+
+    With a catalog each group's claims are embedded with the group's own model.
+    """
     claims = list(
         Claim.objects.filter(pk__in=claim_ids)
         .select_related("subject")
@@ -102,15 +123,19 @@ def index_claims(*, claim_ids: list[int], embedder: Embedder) -> int:
     SearchDocument.objects.filter(claim_id__in=set(claim_ids) - {c.pk for c in keep}).delete()
     if not keep:
         return 0
+    documents = []
     for group_id in sorted({c.group_id for c in keep}):
-        group_embedding_pin(group_id=group_id, embedder=embedder)
-    texts = [document_text(claim) for claim in keep]
-    vectors = embedder.embed(texts)
+        group_embedder, provider = _for_group(embedder, group_id)
+        group_embedding_pin(group_id=group_id, embedder=group_embedder, provider=provider)
+        claims_of_group = [claim for claim in keep if claim.group_id == group_id]
+        texts = [document_text(claim) for claim in claims_of_group]
+        vectors = group_embedder.embed(texts)
+        documents += [
+            _document(claim, text, vector, group_embedder)
+            for claim, text, vector in zip(claims_of_group, texts, vectors, strict=True)
+        ]
     SearchDocument.objects.bulk_create(
-        [
-            _document(claim, text, vector, embedder)
-            for claim, text, vector in zip(keep, texts, vectors, strict=True)
-        ],
+        documents,
         update_conflicts=True,
         unique_fields=["claim"],
         update_fields=_DOCUMENT_FIELDS,
@@ -167,25 +192,25 @@ def _valid_to(claim: Claim) -> dt.datetime | None:
     return max(timezone.now(), claim.valid_from)
 
 
-def index_prepare(jobs: list[OutboxJob], *, embedder: Embedder) -> None:
-    """Embed a batch's texts in one call, so each job's own embedding is a cache hit."""
+def index_prepare(jobs: list[OutboxJob], *, embedder: Embedders) -> None:
+    """Embed a batch's texts (one call per model), so each job's embedding is a cache hit."""
     ids = [int(job.payload["claim_id"]) for job in jobs if "claim_id" in job.payload]
-    claims = (
+    claims = list(
         Claim.objects.filter(pk__in=ids, status__in=INDEXED_STATUSES)
         .select_related("subject")
         .prefetch_related("evidence")
     )
-    texts = [document_text(claim) for claim in claims]
-    if texts:
-        embedder.embed(texts)
+    for group_id in sorted({claim.group_id for claim in claims}):
+        texts = [document_text(claim) for claim in claims if claim.group_id == group_id]
+        _for_group(embedder, group_id)[0].embed(texts)
 
 
-def index_job(job: OutboxJob, *, embedder: Embedder) -> None:
+def index_job(job: OutboxJob, *, embedder: Embedders) -> None:
     """Outbox handler: (re)index the job's claim, whatever its kind (project or retire)."""
     index_claims(claim_ids=[int(job.payload["claim_id"])], embedder=embedder)
 
 
-def index_jobs(jobs: list[OutboxJob], *, embedder: Embedder) -> None:
+def index_jobs(jobs: list[OutboxJob], *, embedder: Embedders) -> None:
     """Outbox batch handler: what `index_job` does for each job, in one bulk write.
 
     `index_prepare` has embedded the texts already, so they are cache hits here and
@@ -197,7 +222,7 @@ def index_jobs(jobs: list[OutboxJob], *, embedder: Embedder) -> None:
 
 def index_rebuild(
     *,
-    embedder: Embedder,
+    embedder: Embedders,
     batch: int = 256,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> int:
@@ -217,3 +242,42 @@ def index_rebuild(
         if on_progress is not None:
             on_progress(start + len(chunk), len(ids))
     return done
+
+
+def index_catch_up(
+    *, group_id: str, catalog: EmbedderCatalog, limit: int = 4 * CATCH_UP_BATCH
+) -> int:
+    """Re-embed up to `limit` of the group's documents still on a previous model.
+
+    Each batch commits on its own, so the work resumes where it stopped after a crash
+    or a redeploy, and a document the outbox re-indexed meanwhile is simply not stale
+    any more. A batch holds the group's catch-up lock: a second worker on the same
+    group stops instead of embedding the same texts. Returns how many claims were
+    re-indexed.
+    """
+    pin = GroupEmbedding.objects.filter(group_id=group_id).first()
+    if pin is None:
+        return 0
+    embedder = catalog.passage(pin_provider(pin, catalog))
+    done = 0
+    while done < limit:
+        with transaction.atomic():
+            if not try_lock("index-catch-up", group_id):
+                break
+            stale = stale_documents(group_id, embedder.model).order_by("claim_id")
+            ids = list(stale.values_list("claim_id", flat=True)[:CATCH_UP_BATCH])
+            if not ids:
+                break
+            # A claim no longer indexable (retracted meanwhile) loses its document here.
+            index_claims(claim_ids=ids, embedder=catalog)
+        done += len(ids)
+    return done
+
+
+def groups_to_catch_up() -> list[str]:
+    """Groups (visible to the tenant context) with documents on another model than their pin."""
+    return [
+        pin.group_id
+        for pin in GroupEmbedding.objects.order_by("group_id")
+        if stale_documents(pin.group_id, pin.model).exists()
+    ]

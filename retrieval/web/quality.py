@@ -163,7 +163,7 @@ def quality_evaluate(request: HttpRequest) -> HttpResponse:
     try:
         run = evaluation_run(
             actor=principal, group_id=workspace.group_id, search=bootstrap.search(),
-            embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
+            now=timezone.now(),
             trigger="portal", floors=Floors.parse(settings.VERA_LEARNING__FLOORS),
             weight_set_id=int(raw_id) if raw_id.isdigit() else None,
         )  # fmt: skip

@@ -114,7 +114,8 @@ def test_a_failing_claim_in_a_batch_is_retried_alone_and_the_rest_is_indexed(
     _ingest(tenant_a, tmp_path / "a")
     _ingest(tenant_b, tmp_path / "b")
     with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
-        # Tenant B's group was indexed with another model: its claims cannot be written.
+        # Tenant B's group was indexed with a model this server does not offer: its
+        # claims cannot be written.
         GroupEmbedding.objects.create(
             group_id=tenant_b.workspace.group_id, model="another-model", dimension=3
         )
@@ -138,7 +139,8 @@ def test_a_failing_claim_in_a_batch_is_retried_alone_and_the_rest_is_indexed(
     with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
         retried = list(OutboxJob.objects.filter(pk__in=failing))
         assert {(j.status, j.attempts) for j in retried} == {(OutboxJob.Status.PENDING, 1)}
-        assert all("DimensionMismatch" in j.last_error for j in retried)
+        assert all("EmbedderUnavailable" in j.last_error for j in retried)
+        assert all("another-model" in j.last_error for j in retried)
         assert all(j.available_at > timezone.now() for j in retried)
         assert not SearchDocument.objects.exists()
     assert process_outbox(consumer="index") == {}  # the failed jobs wait for their retry

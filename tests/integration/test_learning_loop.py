@@ -25,8 +25,6 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
-from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap
 from retrieval.domain.ranking import SIGNALS, Weights
 from retrieval.models import CalibrationRun, SearchHit, WeightActivation, WeightSet
@@ -41,6 +39,7 @@ from tenants import rls
 from tenants.models import AuditEvent
 from tenants.selectors import principal_system
 from tenants.services.scopes import PermissionDenied
+from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,22 +53,9 @@ DOCS = {
 QUERIES = ("where does billing-api run", "ledger-db", "payments-api", "what runs on k8s")
 
 
-def _ingest(tenant: Tenant, root: Path) -> None:
-    for name, text in DOCS.items():
-        (root / name).write_text(text, encoding="utf-8")
-    actor = tenant.principal(tenant.admin)
-    with rls.tenant_context(actor):
-        source = source_create(
-            actor=actor, group_id=tenant.workspace.group_id, name="docs", kind="markdown",
-            config={"root": str(root)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=source.group_id)
-    process_outbox()
-
-
 @pytest.fixture
 def corpus(tenant_a: Tenant, tmp_path: Path) -> Tenant:
-    _ingest(tenant_a, tmp_path)
+    ingest_markdown(tenant_a, tmp_path, DOCS)
     return tenant_a
 
 
@@ -304,7 +290,7 @@ def _remote_search(url: str, key: str) -> dict:
 def test_activation_takes_effect_in_another_web_process_at_once(
     tenant_a: Tenant, tmp_path: Path, app_database_url: str
 ) -> None:
-    _ingest(tenant_a, tmp_path)
+    ingest_markdown(tenant_a, tmp_path, DOCS)
     key = tenant_a.issue_key(owner=tenant_a.admin).plaintext
     chosen = _weights(tenant_a, relevance=0.7, confidence=0.3)
     with _web_process(app_database_url, tmp_path / "web.log") as url:

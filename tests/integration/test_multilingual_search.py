@@ -14,14 +14,13 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap
 from retrieval.domain.query import Query
 from retrieval.models import SearchDocument
 from retrieval.services.index import DimensionMismatch, index_claims
 from retrieval.services.search import fuse, stage1_lists
 from tenants import rls
+from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant
 from vera import wiring
 
@@ -32,20 +31,6 @@ VIETNAMESE = {
     "panthers.md": "# Panthers\n\nĐội thủ của Panthers chỉ thua 308 điểm trong cả mùa giải.\n",
     "pho.md": "# Phở\n\nPhở là món ăn truyền thống làm từ bánh phở và nước dùng bò.\n",
 }
-
-
-def _ingest(tenant: Tenant, root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (root / name).write_text(text, encoding="utf-8")
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name="docs", kind="markdown",
-            config={"root": str(root)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=source.group_id)
-    while process_outbox():
-        pass
 
 
 def _hits(client: Client, tenant: Tenant, q: str) -> list[dict]:
@@ -59,7 +44,7 @@ def test_with_e5_an_english_question_finds_the_vietnamese_paragraph(
     tenant_a: Tenant, tmp_path: Path, client: Client, settings
 ) -> None:
     settings.VERA_EMBEDDER__PROVIDER = "e5"
-    _ingest(tenant_a, tmp_path, VIETNAMESE)
+    ingest_markdown(tenant_a, tmp_path, VIETNAMESE)
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         assert set(SearchDocument.objects.values_list("embedding_model", flat=True)) == {
             "multilingual-e5-small-q4"
@@ -84,7 +69,7 @@ def test_with_minilm_a_vietnamese_query_ranks_as_full_text_does(
     tenant_a: Tenant, tmp_path: Path, settings
 ) -> None:
     settings.VERA_EMBEDDER__PROVIDER = "minilm"
-    _ingest(tenant_a, tmp_path, VIETNAMESE)
+    ingest_markdown(tenant_a, tmp_path, VIETNAMESE)
     embedder = wiring.query_embedder()
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         vietnamese = Query(text="món ăn truyền thống nước dùng bò", k=10)
@@ -107,7 +92,7 @@ def test_vectors_of_another_model_of_the_same_dimension_are_refused_and_never_co
     tenant_a: Tenant, tmp_path: Path, settings
 ) -> None:
     settings.VERA_EMBEDDER__PROVIDER = "minilm"
-    _ingest(tenant_a, tmp_path, VIETNAMESE)
+    ingest_markdown(tenant_a, tmp_path, VIETNAMESE)
     settings.VERA_EMBEDDER__PROVIDER = "e5"
     e5 = wiring.embedder()
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):

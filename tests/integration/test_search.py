@@ -304,9 +304,15 @@ def test_search_answers_by_text_alone_when_the_query_embedding_fails(
     corpus: Tenant, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from retrieval import bootstrap
+    from retrieval.adapters.embedders import Catalog
 
     providers = bootstrap.providers()
-    monkeypatch.setattr(type(providers), "query_embedder", lambda self: _BrokenEmbedder())
+    offered = providers.embedders()
+    broken = Catalog(
+        default=offered.default,
+        models={offered.default: (lambda: offered.passage(offered.default), _BrokenEmbedder)},
+    )
+    monkeypatch.setattr(type(providers), "embedders", lambda self: broken)
     body = _search(client, corpus, q="ledger-db double-entry books")
     assert body["degraded"] == ["vector"]
     assert "ledger-db" in body["hits"][0]["fact"]
@@ -332,3 +338,35 @@ def test_fusion_weights_let_the_lexical_list_decide_when_vector_counts_zero(
     assert max(plain) > 0.0
     settings.VERA_SEARCH__FUSION_WEIGHTS = "fulltext=1.0,vector=0.0"
     assert relevance_outside_fulltext() == []
+
+
+def test_a_small_workspace_in_a_large_vector_index_gets_its_whole_vector_list(
+    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path
+) -> None:
+    """The shared HNSW scan gives up after `hnsw.max_scan_tuples`; the short answer is
+    then ranked exactly over the workspace's own rows, so none of them is lost."""
+    from django.db import connection
+
+    from retrieval import bootstrap
+    from retrieval.domain.query import Query
+    from retrieval.services.search import stage1_lists
+
+    (tmp_path / "a").mkdir()
+    for n in range(40):
+        _write(tmp_path / "a", f"doc{n}.md", f"# Doc {n}\n\nThe service svc-{n} runs on k8s.\n")
+    _ingest(tenant_a, tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    for n in range(3):
+        _write(tmp_path / "b", f"b{n}.md", f"# Team {n}\n\nTeam {n} owns the payroll.\n")
+    _ingest(tenant_b, tmp_path / "b")
+    with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
+        own = set(SearchDocument.objects.values_list("claim_id", flat=True))
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.max_scan_tuples = 1")  # a scan that gives up early
+            cursor.execute("SET LOCAL enable_seqscan = off")  # as a large index would be used
+        lists = stage1_lists(
+            Query(text="service on k8s", k=10), embedder=bootstrap.providers().query_embedder()
+        )
+
+    assert len(own) >= 3
+    assert set(lists.rankings["vector"]) == own  # every one, though none shares a word

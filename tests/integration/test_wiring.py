@@ -49,7 +49,9 @@ def test_search_embeds_queries_in_the_query_role_of_the_indexing_model(
     if provider == "minilm":
         assert searching is indexing  # one role: one cache, one loaded model
     bound = wiring.RetrievalProviders().search()
-    assert bound.keywords["embedder"] is searching
+    offered = bound.keywords["embedder"]  # the catalog: each workspace's model
+    assert offered.query(provider) is searching
+    assert offered.passage(provider) is indexing
 
 
 def test_an_unknown_embedder_provider_is_a_configuration_error(settings) -> None:

@@ -135,6 +135,7 @@ CELERY_TASK_ROUTES = {
     "vera.check_health": {"queue": "maintenance"},
     "retrieval.calibrate_workspaces": {"queue": "maintenance"},
     "retrieval.evaluate_workspaces": {"queue": "maintenance"},
+    "retrieval.index_catch_up": {"queue": "maintenance"},
 }
 # Beat reads its schedule from the database (django-celery-beat): the entries below are
 # written there at each start; the nightly learning jobs are rows a migration created,
@@ -182,6 +183,9 @@ VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
 VERA_EMBEDDER__PROVIDER = env_str("VERA_EMBEDDER__PROVIDER", "minilm")
 VERA_EMBEDDER__MODEL = env_str("VERA_EMBEDDER__MODEL", "")
 VERA_EMBEDDER__DIMENSION = env_int("VERA_EMBEDDER__DIMENSION", default=0)
+# The other models a workspace admin may switch their workspace to (an operator's
+# allow-list of providers above, e.g. "e5"; the default provider is always offered).
+VERA_EMBEDDER__CHOICES = env_list("VERA_EMBEDDER__CHOICES", default=[])
 # Threads of a local e5 model per process (0: every core). OpenMP reads it once. One, as
 # MiniLM uses: web and worker processes share the cores, and OpenMP's barriers stall
 # when its threads wait for a core (query p50 849 ms with 2 threads on a loaded 2-core
@@ -238,6 +242,12 @@ CELERY_BEAT_SCHEDULE["curation-project-index"] = {
     "schedule": 10.0,
     "kwargs": {"consumer": "index"},
     "options": {"expires": 10.0},
+}
+# A workspace switched to another embedding model is re-embedded a bounded batch a tick.
+CELERY_BEAT_SCHEDULE["retrieval-index-catch-up"] = {
+    "task": "retrieval.index_catch_up",
+    "schedule": 60.0,
+    "options": {"expires": 60.0},
 }
 # The interactive lane also sweeps on a timer, in case a wake-up was lost with a broker.
 CELERY_BEAT_SCHEDULE["curation-project-urgent"] = {

@@ -31,5 +31,8 @@ VERA_SOURCES__FILE_ROOTS = env_list(
     default=[tempfile.gettempdir(), str(BASE_DIR / "var" / "sources")],
 )
 
+# A workspace may be switched to the multilingual e5 (loaded only once a workspace uses it).
+VERA_EMBEDDER__CHOICES = env_list("VERA_EMBEDDER__CHOICES", default=["e5"])
+
 # A developer sees calibration take effect without a second step.
 VERA_LEARNING__AUTO_ACTIVATE = env_bool("VERA_LEARNING__AUTO_ACTIVATE", default=True)

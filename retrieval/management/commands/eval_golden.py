@@ -46,7 +46,7 @@ class Command(BaseCommand):
             try:
                 run = evaluation_run(
                     actor=actor, group_id=group_id, search=bootstrap.search(),
-                    embedder_model=bootstrap.providers().embedder().model, now=timezone.now(),
+                    now=timezone.now(),
                     trigger="command", floors=floors, weight_set_id=options["weights"],
                 )  # fmt: skip
             except WeightSet.DoesNotExist:

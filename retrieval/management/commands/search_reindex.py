@@ -23,7 +23,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--reset-model",
             action="store_true",
-            help="drop the group's index and model pin first (required to change models)",
+            help="drop the group's index and model pin first: it is rebuilt with the default "
+            "model (to change one workspace's model, `embedding_switch` keeps it searchable)",
         )
         parser.add_argument(
             "--progress-every",
@@ -33,13 +34,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        embedder = bootstrap.providers().embedder()
+        catalog = bootstrap.providers().embedders()
         principal = principal_system("reindex", group_ids=options["group"])
         progress = reporter_for(self, unit="claims", every=options["progress_every"])
         with rls.tenant_context(principal):
             if options["reset_model"]:
                 SearchDocument.objects.all().delete()
                 GroupEmbedding.objects.all().delete()
-            count = index_rebuild(embedder=embedder, on_progress=progress.update)
+            # Each workspace with its own model (its pin; after --reset-model the default).
+            count = index_rebuild(embedder=catalog, on_progress=progress.update)
         progress.finish()
-        self.stdout.write(f"indexed {count} claims with {embedder.model} ({embedder.dimension})")
+        self.stdout.write(f"indexed {count} claims")

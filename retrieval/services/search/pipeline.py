@@ -15,7 +15,7 @@ import os
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
@@ -26,8 +26,9 @@ from retrieval.domain.fusion import ListWeights, list_weights
 from retrieval.domain.query import Query
 from retrieval.domain.results import Hit, Result, Stage3
 from retrieval.models import SearchHit
-from retrieval.ports import RerankerError, Reranking
+from retrieval.ports import EmbedderCatalog, RerankerError, Reranking
 from retrieval.selectors import weights_active
+from retrieval.services.embedding import visible_providers
 from retrieval.services.search import sql
 from retrieval.services.search.timing import Stopwatch
 
@@ -35,20 +36,30 @@ logger = logging.getLogger(__name__)
 
 STAGE1_DEPTH = 50
 
+# One embedder for every workspace, or the offered models, each workspace its own.
+Embedders = Embedder | EmbedderCatalog
+
 
 @dataclass(frozen=True)
 class Lists:
-    """Stage 1's rankings (claim ids, best first, by list name) and the vector list's scores."""
+    """Stage 1's rankings (claim ids, best first, by list name) and the vector lists' scores.
+
+    The vector list of the first (or only) model is "vector"; a search over workspaces
+    indexed with different models has one more list per model, "vector@<model>"
+    (vectors compare only within a model). `languages` is each vector list's embedder's
+    languages (None: any).
+    """
 
     rankings: dict[str, list[int]]
     dense_scores: list[float]
     coverage: float = 1.0  # the share of the query's words the index knows
+    languages: dict[str, frozenset[str] | None] = field(default_factory=dict)
 
 
 def stage1(
     query: Query,
     *,
-    embedder: Embedder | None,
+    embedder: Embedders | None,
     depth: int = STAGE1_DEPTH,
     watch: Stopwatch | None = None,
 ) -> dict[str, list[int]]:
@@ -56,66 +67,99 @@ def stage1(
     return stage1_lists(query, embedder=embedder, depth=depth, watch=watch).rankings
 
 
+def query_embedders(embedder: Embedders | None) -> list[Embedder]:
+    """The query embedders a search uses: one per model among the workspaces it sees."""
+    if embedder is None:
+        return []
+    if isinstance(embedder, EmbedderCatalog):
+        return [embedder.query(provider) for provider in visible_providers(embedder)]
+    return [embedder]
+
+
 def stage1_lists(
     query: Query,
     *,
-    embedder: Embedder | None,
+    embedder: Embedders | None,
     depth: int = STAGE1_DEPTH,
     watch: Stopwatch | None = None,
 ) -> Lists:
-    """`stage1`, with the vector list's cosine similarities (for `fuse`)."""
+    """`stage1`, with the vector lists' cosine similarities (for `fuse`)."""
     watch = watch or Stopwatch()
     where, params = sql.where_clause(query)
+    embedders = query_embedders(embedder)
     # The query is embedded while Postgres runs the lexical half: the model and the
     # database wait both release the GIL, so the two overlap instead of adding up.
-    embedding = _embedding_pool().submit(embedder.embed, [query.text]) if embedder else None
+    pool = _embedding_pool()
+    embeddings = [(each, pool.submit(each.embed, [query.text])) for each in embedders]
     with watch.step("lexical"):
         rankings = {"fulltext": sql.fulltext(query, where, params, depth)}
-        coverage = sql.term_coverage(query.text) if embedder is not None else 1.0
+        coverage = sql.term_coverage(query.text) if embedders else 1.0
     scores: list[float] = []
-    if embedder is not None and embedding is not None:
+    languages: dict[str, frozenset[str] | None] = {}
+    for each, embedding in embeddings:
         with watch.step("embed"):  # only the wait left after the lexical half
             vector = _query_vector(embedding)
-        if vector is not None:
-            with watch.step("vector"):
-                nearest = sql.vector(vector, where, params, depth, model=embedder.model)
-            rankings["vector"] = [claim_id for claim_id, _ in nearest]
-            scores = [score for _, score in nearest]
-    return Lists(rankings=rankings, dense_scores=scores, coverage=coverage)
+        if vector is None:
+            continue
+        with watch.step("vector"):
+            nearest = sql.vector(vector, where, params, depth, model=each.model)
+        name = "vector" if "vector" not in rankings else f"vector@{each.model}"
+        rankings[name] = [claim_id for claim_id, _ in nearest]
+        languages[name] = getattr(each, "languages", None)
+        scores += [score for _, score in nearest]
+    return Lists(rankings=rankings, dense_scores=scores, coverage=coverage, languages=languages)
+
+
+def is_vector(name: str) -> bool:
+    """Whether a stage-1 list is a vector list ("vector" or "vector@<model>")."""
+    return name == "vector" or name.startswith("vector@")
 
 
 def fuse(
     query: Query,
     lists: Lists,
     *,
-    embedder: Embedder | None,
+    embedder: Embedders | None = None,
     base: Mapping[str, float] | None = None,
 ) -> tuple[dict[int, float], ListWeights]:
     """Weighted RRF (k = 1) of stage 1's lists, each weighed for this query.
 
-    `base` weighs the lists by name (a name it omits counts 1.0); a list is then
-    weakened when it cannot be informative for this query (`retrieval.domain.fusion`:
-    a query outside an English embedder's language, or whose words the index hardly knows).
-    A list of weight 0 is left out, so its noise does not even become a candidate.
+    `base` weighs the lists by name (`fulltext`, `vector`; every model's vector list
+    takes `vector`'s; a name it omits counts 1.0); a list is then weakened when it
+    cannot be informative for this query (`retrieval.domain.fusion`: a query outside an
+    English embedder's language, or whose words the index hardly knows). A list of
+    weight 0 is left out, so its noise does not even become a candidate.
     """
-    chosen = list_weights(
-        query_text=query.text,
-        languages=getattr(embedder, "languages", None),
-        coverage=lists.coverage,
-        has_vector="vector" in lists.rankings,
-        base=base or {},
-    )
+    base = base or {}
+    vectors = [name for name in lists.rankings if is_vector(name)]
+    weights = {"fulltext": base.get("fulltext", 1.0)}
+    reasons = []
+    for name in vectors or [""]:
+        languages = lists.languages.get(name, getattr(embedder, "languages", None))
+        chosen = list_weights(
+            query_text=query.text,
+            languages=languages if name else None,
+            coverage=lists.coverage,
+            has_vector=bool(name),
+            base=base,
+        )
+        if name:
+            weights[name] = chosen.weights["vector"]
+        # The full-text list sits out when a usable vector list makes it noise.
+        weights["fulltext"] = min(weights["fulltext"], chosen.weights["fulltext"])
+        if chosen.reason and chosen.reason not in reasons:
+            reasons.append(chosen.reason)
     kept = {
         name: ids
         for name, ids in lists.rankings.items()
-        if chosen.weights.get(name, 1.0) > 0 or len(lists.rankings) == 1
+        if weights.get(name, 1.0) > 0 or len(lists.rankings) == 1
     }
+    if not kept:  # every vector list sat out and full text with them: never both
+        kept = dict(lists.rankings)
     fused = ranking.rrf(
-        list(kept.values()),
-        k=ranking.RRF_K,
-        weights=[chosen.weights.get(name, 1.0) for name in kept],
+        list(kept.values()), k=ranking.RRF_K, weights=[weights.get(name, 1.0) for name in kept]
     )
-    return fused, chosen
+    return fused, ListWeights(weights=weights, reason="; ".join(reasons) or None)
 
 
 def _query_vector(embedding: Future[list[list[float]]]) -> list[float] | None:
@@ -182,7 +226,7 @@ def _stage3(
 def search(
     *,
     query: Query,
-    embedder: Embedder | None,
+    embedder: Embedders | None,
     now: dt.datetime,
     weights: ranking.WeightChoice | None = None,
     user_id: int | None = None,
@@ -230,7 +274,11 @@ def search(
                 row.claim_id: row.pk
                 for row in _log(query, query_id, top, docs, signals, choice, user_id)
             }
-    positions = {name: {cid: i for i, cid in enumerate(ids, 1)} for name, ids in rankings.items()}
+    # Each model's vector list covers its own workspaces: one "vector" position per hit.
+    positions: dict[str, dict[int, int]] = {}
+    for name, ids in rankings.items():
+        where = positions.setdefault("vector" if is_vector(name) else name, {})
+        where.update({cid: i for i, cid in enumerate(ids, 1) if cid not in where})
     hits = [
         Hit(
             hit_id=hit_ids[claim_id],

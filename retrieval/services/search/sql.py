@@ -189,23 +189,45 @@ def vector(
 
     Only documents embedded by the query's `model` compare: two models of one dimension
     (MiniLM and e5 are both 384) place texts in unrelated spaces.
+
+    The HNSW index is shared by every workspace of a dimension, and the filters
+    (workspace under RLS, model, valid time) apply to what its scan yields. The scan
+    goes on until enough rows pass, but only up to `hnsw.max_scan_tuples`: a small
+    workspace in a large index (or among many dead index entries) can come back short.
+    Then the filtered rows are ranked exactly instead: a short answer means there are
+    few of them, so the exact ranking is cheap, and the list is complete.
     """
     dim = len(embedding)
     if dim not in INDEXED_DIMENSIONS:
         raise ValueError(f"no vector index for dimension {dim}")
     literal = "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
-    sql = f"""
-        SELECT d.claim_id, d.embedding::vector({dim}) <=> %s::vector({dim}) AS distance
+    distance = f"d.embedding::vector({dim}) <=> %s::vector({dim})"
+    filters = f"d.dimension = {dim} AND d.embedding_model = %s AND {where}"
+    approximate = f"""
+        SELECT d.claim_id, {distance} AS distance
         FROM retrieval_searchdocument d
-        WHERE d.dimension = {dim} AND d.embedding_model = %s AND {where}
+        WHERE {filters}
         ORDER BY distance, d.claim_id
         LIMIT %s
     """  # noqa: S608 - dim is an int from a fixed set; values are parameters
+    # The materialised filter set is ordered by sorting it: no index can serve the ORDER BY.
+    exact = f"""
+        WITH d AS MATERIALIZED (
+            SELECT d.claim_id, d.embedding FROM retrieval_searchdocument d WHERE {filters}
+        )
+        SELECT d.claim_id, {distance} AS distance FROM d
+        ORDER BY distance, d.claim_id
+        LIMIT %s
+    """  # noqa: S608 - as above
     with connection.cursor() as cursor:
         # Keep scanning the HNSW graph until enough rows pass the filters.
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(sql, [literal, model, *params, depth])
-        return [(row[0], 1.0 - row[1]) for row in cursor.fetchall()]
+        cursor.execute(approximate, [literal, model, *params, depth])
+        rows = cursor.fetchall()
+        if len(rows) < depth:
+            cursor.execute(exact, [model, *params, literal, depth])
+            rows = cursor.fetchall()
+        return [(row[0], 1.0 - row[1]) for row in rows]
 
 
 def votes(claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
