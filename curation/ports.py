@@ -2,29 +2,65 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from curation.domain.graph import GraphEdge
+from curation.domain.graph import GraphDump, GraphEdge, Neighbour
 from curation.domain.records import ExtractedClaim, FetchPage, SourceRecord
 
 
 class GraphProjection(Protocol):
-    """The graph that published claims are projected into (rebuildable, never the record)."""
+    """The graph that claims are projected into: a read model, rebuildable from Postgres.
+
+    Claims that are or were valid (published, superseded) are edges carrying their
+    validity; every node and edge carries its group id, and every read names the
+    groups it may see.
+    """
 
     backend: str
 
     def ping(self) -> None:
         """Round-trip a trivial query; raise if the graph server cannot answer."""
 
+    def ensure_schema(self) -> None:
+        """Create the indexes on node keys, node groups and claim ids (idempotent)."""
+
     def upsert_claim(self, edge: GraphEdge) -> None:
         """Create or update the claim's edge and its two nodes (idempotent)."""
 
+    def upsert_claims(self, edges: Sequence[GraphEdge]) -> None:
+        """`upsert_claim` for many claims in a few statements (each claim at most once)."""
+
     def remove_claim(self, claim_id: int) -> None:
-        """Remove the claim's edge if present (idempotent)."""
+        """Remove the claim's edge if present, and nodes left without edges (idempotent)."""
+
+    def remove_claims(self, claim_ids: Sequence[int]) -> None:
+        """`remove_claim` for many claims in a few statements."""
 
     def clear(self) -> None:
-        """Drop everything (before a rebuild from Postgres)."""
+        """Drop everything (before a full rebuild from Postgres)."""
+
+    def clear_group(self, group_id: str) -> None:
+        """Drop one group's nodes and edges (before rebuilding that group)."""
+
+    def neighbours(
+        self,
+        key: str,
+        *,
+        group_ids: Sequence[str],
+        hops: int = 1,
+        as_of: dt.datetime | None = None,
+        predicates: Sequence[str] | None = None,
+        limit: int = 200,
+    ) -> list[Neighbour]:
+        """Nodes within `hops` (1-3) of the node `key` through claims of `group_ids`
+        valid now (or `as_of`), of the given predicates only if any; shortest first."""
+        ...
+
+    def dump(self, group_id: str) -> GraphDump:
+        """The group's nodes and edges in canonical form (for comparing with a rebuild)."""
+        ...
 
     def count_claims(self) -> int:
         """How many claim edges the graph holds."""

@@ -432,11 +432,11 @@ class CurationProviders:
         return None
 
     def outbox_batch(self, consumer: Consumer) -> BatchHandler | None:
-        # The index writes many claims at once (its statistics triggers run once a
-        # statement); the graph projects claim by claim.
+        # Both write many claims at once: the index in bulk statements (its statistics
+        # triggers run once a statement), the graph in UNWIND statements.
         if consumer is Consumer.INDEX:
             return functools.partial(index_jobs, embedder=embedder_catalog())
-        return None
+        return functools.partial(projection.project_jobs, graph=graph())
 
     def outbox_available(self, consumer: Consumer) -> str:
         """Why the consumer's backend cannot take work now ("" when it can).

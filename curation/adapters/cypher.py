@@ -1,31 +1,94 @@
-"""Cypher shared by the graph backends (FalkorDB and Neo4j speak the same subset)."""
+"""Cypher shared by the graph backends (FalkorDB and Neo4j speak the same subset here).
+
+`CypherGraph` holds every read and write; a backend supplies `_run` (a statement and
+its parameters to rows of values) and its index statements, the one place where the
+dialects differ (Neo4j has `IF NOT EXISTS`, FalkorDB refuses an index that exists).
+
+Writes are batched with UNWIND: one statement drops the edges whose ends moved (an
+entity merge re-points a claim), one upserts nodes and edges, one removes edges, and
+one sweeps the nodes a removal or a move left without edges (a rebuild would not
+create them). A batch names a claim once, so per-claim order is the caller's.
+"""
 
 from __future__ import annotations
 
-from curation.domain.graph import GraphEdge
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-# An edge whose ends changed (an entity merge re-points a claim) is dropped first, so a
-# claim is always exactly one edge, between the nodes it is about now.
-UPSERT = """
-OPTIONAL MATCH (:Node)-[old:CLAIM {claim_id: $claim_id}]->(:Node)
-WHERE old IS NOT NULL AND NOT (startNode(old).key = $s_key AND endNode(old).key = $o_key)
+from curation.domain.graph import GraphDump, GraphEdge, GraphNode, Neighbour, check_hops, epoch_ms
+
+MOVED = """
+UNWIND $edges AS e
+MATCH (s:Node)-[old:CLAIM {claim_id: e.claim_id}]->(o:Node)
+WHERE NOT (s.key = e.s_key AND o.key = e.o_key)
+WITH s.key AS s_key, o.key AS o_key, old
 DELETE old
-WITH count(*) AS dropped
-MERGE (s:Node {key: $s_key}) SET s.name = $s_name, s.kind = $s_kind, s.group_id = $group_id
-MERGE (o:Node {key: $o_key}) SET o.name = $o_name, o.kind = $o_kind, o.group_id = $group_id
-MERGE (s)-[r:CLAIM {claim_id: $claim_id}]->(o)
-SET r.predicate = $predicate, r.fact = $fact, r.valid_from = $valid_from,
-    r.group_id = $group_id, r.episode_ids = $episode_ids
+RETURN s_key, o_key
+"""
+UPSERT = """
+UNWIND $edges AS e
+MERGE (s:Node {key: e.s_key})
+SET s.name = e.s_name, s.kind = e.s_kind, s.group_id = e.group_id
+MERGE (o:Node {key: e.o_key})
+SET o.name = e.o_name, o.kind = e.o_kind, o.group_id = e.group_id
+MERGE (s)-[r:CLAIM {claim_id: e.claim_id}]->(o)
+SET r.predicate = e.predicate, r.fact = e.fact, r.group_id = e.group_id,
+    r.valid_from = e.valid_from, r.valid_to = e.valid_to, r.status = e.status,
+    r.tier = e.tier, r.episode_ids = e.episode_ids
 """
 REMOVE = """
-MATCH (s)-[r:CLAIM {claim_id: $claim_id}]->(o)
+UNWIND $claim_ids AS claim_id
+MATCH (s:Node)-[r:CLAIM {claim_id: claim_id}]->(o:Node)
+WITH s.key AS s_key, o.key AS o_key, r
 DELETE r
-WITH o WHERE o.kind = 'value' DELETE o
+RETURN s_key, o_key
 """
+SWEEP = """
+UNWIND $keys AS key
+MATCH (n:Node {key: key})
+OPTIONAL MATCH (n)-[r:CLAIM]-()
+WITH n, count(r) AS degree
+WHERE degree = 0
+DELETE n
+"""
+CLEAR_GROUP = """
+MATCH (n:Node {group_id: $group_id})
+DETACH DELETE n
+"""
+# Every edge of a path is in a visible group and valid at the instant (or now, when
+# `$at` is null); the far node is too. Hops cannot be a parameter: `{hops}` is an int
+# checked by `check_hops`.
+NEIGHBOURS = """
+MATCH (start:Node {{key: $key}})
+WHERE start.group_id IN $groups
+MATCH p = (start)-[:CLAIM*1..{hops}]-(other:Node)
+WHERE other.group_id IN $groups AND other.key <> $key
+  AND all(r IN relationships(p) WHERE r.group_id IN $groups
+      AND ($predicates IS NULL OR r.predicate IN $predicates)
+      AND (($at IS NULL AND r.valid_to IS NULL)
+           OR ($at IS NOT NULL AND r.valid_from <= $at
+               AND (r.valid_to IS NULL OR r.valid_to > $at))))
+RETURN other.key, other.name, other.kind, length(p),
+       [r IN relationships(p) | r.claim_id]
+ORDER BY length(p), other.key
+LIMIT $limit
+"""
+DUMP_NODES = """
+MATCH (n:Node {group_id: $group_id})
+RETURN n.key, n.name, n.kind, n.group_id
+"""
+DUMP_EDGES = """
+MATCH (s:Node)-[r:CLAIM]->(o:Node)
+WHERE r.group_id = $group_id
+RETURN r.claim_id, s.key, o.key, r.predicate, r.fact, r.status, r.tier, r.valid_from,
+       r.valid_to, r.episode_ids, r.group_id
+"""
+COUNT = "MATCH ()-[r:CLAIM]->() RETURN count(r)"
 
 
 def edge_params(edge: GraphEdge) -> dict[str, object]:
-    """Query parameters shared by the Cypher backends."""
+    """One UNWIND row of an edge."""
     return {
         "claim_id": edge.claim_id,
         "group_id": edge.group_id,
@@ -38,5 +101,97 @@ def edge_params(edge: GraphEdge) -> dict[str, object]:
         "predicate": edge.predicate,
         "fact": edge.fact,
         "valid_from": edge.valid_from,
-        "episode_ids": list(edge.episode_ids),
+        "valid_to": edge.valid_to,
+        "status": edge.status,
+        "tier": edge.tier,
+        "episode_ids": sorted(edge.episode_ids),
     }
+
+
+class CypherGraph:
+    """GraphProjection in Cypher; subclasses supply `_run` and `_schema`."""
+
+    backend = "cypher"
+    _schema: tuple[str, ...] = ()
+
+    def _run(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        raise NotImplementedError
+
+    def _create_index(self, statement: str) -> None:
+        self._run(statement)
+
+    def ensure_schema(self) -> None:
+        """Indexes on node keys, node groups and claim ids (idempotent)."""
+        for statement in self._schema:
+            self._create_index(statement)
+
+    def ping(self) -> None:
+        if self._run("RETURN 1") != [[1]]:
+            raise RuntimeError(f"unexpected answer from the {self.backend} graph")
+
+    def upsert_claim(self, edge: GraphEdge) -> None:
+        self.upsert_claims([edge])
+
+    def upsert_claims(self, edges: Sequence[GraphEdge]) -> None:
+        if not edges:
+            return
+        rows = [edge_params(edge) for edge in edges]
+        moved = self._run(MOVED, {"edges": rows})
+        self._run(UPSERT, {"edges": rows})
+        self._sweep(moved)
+
+    def remove_claim(self, claim_id: int) -> None:
+        self.remove_claims([claim_id])
+
+    def remove_claims(self, claim_ids: Sequence[int]) -> None:
+        if claim_ids:
+            self._sweep(self._run(REMOVE, {"claim_ids": list(claim_ids)}))
+
+    def _sweep(self, ends: Iterable[Sequence[Any]]) -> None:
+        keys = sorted({key for row in ends for key in row})
+        if keys:
+            self._run(SWEEP, {"keys": keys})
+
+    def clear_group(self, group_id: str) -> None:
+        self._run(CLEAR_GROUP, {"group_id": group_id})
+
+    def neighbours(
+        self,
+        key: str,
+        *,
+        group_ids: Sequence[str],
+        hops: int = 1,
+        as_of: dt.datetime | None = None,
+        predicates: Sequence[str] | None = None,
+        limit: int = 200,
+    ) -> list[Neighbour]:
+        rows = self._run(
+            NEIGHBOURS.format(hops=check_hops(hops)),
+            {
+                "key": key,
+                "groups": list(group_ids),
+                "at": None if as_of is None else epoch_ms(as_of),
+                "predicates": list(predicates) if predicates else None,
+                "limit": limit,
+            },
+        )
+        return [
+            Neighbour(node=GraphNode(k, name, kind), hops=int(length), claim_ids=tuple(ids))
+            for k, name, kind, length, ids in rows
+        ]
+
+    def dump(self, group_id: str) -> GraphDump:
+        nodes = self._run(DUMP_NODES, {"group_id": group_id})
+        edges = self._run(DUMP_EDGES, {"group_id": group_id})
+        return GraphDump(
+            nodes=tuple(sorted(tuple(row) for row in nodes)),
+            edges=tuple(sorted(_frozen(row) for row in edges)),
+        )
+
+    def count_claims(self) -> int:
+        return int(self._run(COUNT)[0][0])
+
+
+def _frozen(row: Sequence[Any]) -> tuple[object, ...]:
+    """A row with lists as tuples, so rows sort and compare."""
+    return tuple(tuple(value) if isinstance(value, list) else value for value in row)

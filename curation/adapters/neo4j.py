@@ -1,17 +1,23 @@
-"""Neo4j (Bolt) as the graph projection; the same Cypher as FalkorDB."""
+"""Neo4j (Bolt) as the graph projection; the same Cypher as FalkorDB (see `cypher`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import neo4j
 
-from curation.adapters.cypher import REMOVE, UPSERT, edge_params
-from curation.domain.graph import GraphEdge
+from curation.adapters.cypher import CypherGraph
 
 
-class Neo4jGraphProjection:
+class Neo4jGraphProjection(CypherGraph):
     """GraphProjection over a Neo4j server."""
 
     backend = "neo4j"
+    _schema = (
+        "CREATE INDEX vera_node_key IF NOT EXISTS FOR (n:Node) ON (n.key)",
+        "CREATE INDEX vera_node_group IF NOT EXISTS FOR (n:Node) ON (n.group_id)",
+        "CREATE INDEX vera_claim_id IF NOT EXISTS FOR ()-[r:CLAIM]-() ON (r.claim_id)",
+    )
 
     def __init__(
         self, *, uri: str, user: str, password: str, database: str, timeout_s: float = 2.0
@@ -20,26 +26,17 @@ class Neo4jGraphProjection:
             uri, auth=(user, password), connection_timeout=timeout_s
         )
         self._database = database
+        self._indexed = False
 
-    def _run(self, query: str, params: dict[str, object] | None = None) -> list[neo4j.Record]:
+    def _run(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        if not self._indexed:
+            self._indexed = True
+            self.ensure_schema()
         records, _, _ = self._driver.execute_query(query, params or {}, database_=self._database)
-        return list(records)
-
-    def ping(self) -> None:
-        if [record["one"] for record in self._run("RETURN 1 AS one")] != [1]:
-            raise RuntimeError("unexpected Neo4j answer")
-
-    def upsert_claim(self, edge: GraphEdge) -> None:
-        self._run(UPSERT, edge_params(edge))
-
-    def remove_claim(self, claim_id: int) -> None:
-        self._run(REMOVE, {"claim_id": claim_id})
+        return [list(record.values()) for record in records]
 
     def clear(self) -> None:
         self._run("MATCH (n:Node) DETACH DELETE n")
-
-    def count_claims(self) -> int:
-        return int(self._run("MATCH ()-[r:CLAIM]->() RETURN count(r) AS n")[0]["n"])
 
     def close(self) -> None:
         self._driver.close()

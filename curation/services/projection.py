@@ -1,16 +1,26 @@
-"""Outbox handlers that keep the graph a projection of published claims."""
+"""Outbox handlers that keep the graph a projection of the claims that are or were valid.
+
+A published claim is an open edge; a superseded one stays, closed at its `valid_to`,
+so the graph answers "as of" as Postgres does; any other status (retracted, rejected,
+pending) is no edge. Each job re-reads its claim, so a handler projects what the
+record says now, whatever order the jobs come in.
+"""
 
 from __future__ import annotations
 
-from curation.domain.graph import GraphEdge, GraphNode
+from collections.abc import Callable, Sequence
+
+from curation.domain.graph import GraphEdge, GraphNode, epoch_ms
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
 from curation.ports import GraphProjection
 from curation.services.entities import canonical
 
+PROJECTED = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
+
 
 def graph_edge(claim: Claim) -> GraphEdge:
-    """A published claim as a graph edge between its entity nodes (after merges).
+    """A claim as a graph edge between its entity nodes (after merges).
 
     Merges only point an entity at its survivor, so the edge follows the pointers: a
     merge re-projects the claims it touches and their edges meet at the survivor.
@@ -29,32 +39,61 @@ def graph_edge(claim: Claim) -> GraphEdge:
         object=obj,
         predicate=claim.predicate,
         fact=claim.fact_text[:2000],
-        valid_from=claim.valid_from.isoformat(),
-        episode_ids=tuple(claim.evidence.values_list("episode_id", flat=True)),
+        valid_from=epoch_ms(claim.valid_from),
+        valid_to=epoch_ms(claim.valid_to) if claim.valid_to is not None else None,
+        status=claim.status,
+        tier=claim.tier,
+        episode_ids=tuple(sorted(set(claim.evidence.values_list("episode_id", flat=True)))),
     )
+
+
+def _claims(ids: Sequence[int]) -> dict[int, Claim]:
+    rows = Claim.objects.select_related("subject", "object_entity").filter(pk__in=ids)
+    return {claim.pk: claim for claim in rows}
+
+
+def project_claims(claim_ids: Sequence[int], *, graph: GraphProjection) -> None:
+    """Project these claims as the record says now: upserted edges, or none."""
+    ids = sorted(set(claim_ids))
+    claims = _claims(ids)
+    keep = [claims[i] for i in ids if i in claims and claims[i].status in PROJECTED]
+    graph.remove_claims([i for i in ids if i not in {claim.pk for claim in keep}])
+    graph.upsert_claims([graph_edge(claim) for claim in keep])
 
 
 def project_claim(job: OutboxJob, *, graph: GraphProjection) -> None:
-    """Upsert a published claim; anything else is removed (it may have changed since)."""
-    claim = (
-        Claim.objects.select_related("subject", "object_entity")
-        .filter(pk=job.payload["claim_id"])
-        .first()
-    )
-    if claim is None or claim.status != ClaimStatus.PUBLISHED:
-        graph.remove_claim(int(job.payload["claim_id"]))
-        return
-    graph.upsert_claim(graph_edge(claim))
+    """Outbox handler: project the job's claim."""
+    project_claims([int(job.payload["claim_id"])], graph=graph)
 
 
-def graph_rebuild(*, graph: GraphProjection, batch: int = 500) -> int:
-    """Replay every published claim visible to the tenant context into an empty graph."""
-    graph.clear()
-    count = 0
-    published = Claim.objects.filter(status=ClaimStatus.PUBLISHED).select_related(
-        "subject", "object_entity"
-    )
-    for claim in published.order_by("pk").iterator(chunk_size=batch):
-        graph.upsert_claim(graph_edge(claim))
-        count += 1
-    return count
+def project_jobs(jobs: list[OutboxJob], *, graph: GraphProjection) -> None:
+    """Outbox batch handler: `project_claim` for each job, in a few batched statements."""
+    project_claims([int(job.payload["claim_id"]) for job in jobs], graph=graph)
+
+
+def graph_rebuild(
+    *,
+    graph: GraphProjection,
+    group_ids: Sequence[str] | None = None,
+    batch: int = 500,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Replay the claims visible to the tenant context into the graph; returns how many.
+
+    With `group_ids`, only those groups are cleared and replayed: other groups' nodes
+    and edges are not touched. Without, the whole graph is cleared first.
+    """
+    claims = Claim.objects.filter(status__in=PROJECTED)
+    if group_ids is None:
+        graph.clear()
+    else:
+        claims = claims.filter(group_id__in=group_ids)
+        for group_id in group_ids:
+            graph.clear_group(group_id)
+    ids = list(claims.order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), batch):
+        chunk = ids[start : start + batch]
+        project_claims(chunk, graph=graph)
+        if on_progress is not None:
+            on_progress(start + len(chunk), len(ids))
+    return len(ids)

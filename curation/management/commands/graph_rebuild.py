@@ -1,21 +1,45 @@
-"""Rebuild the graph projection from Postgres (the record)."""
+"""Rebuild the graph projection from Postgres (the record), wholly or group by group."""
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
 from curation import bootstrap
+from curation.management.commands.ingest import reporter_for
 from curation.services.projection import graph_rebuild
 from tenants import rls
+from tenants.management.tenant_command import checked_groups
 from tenants.selectors import principal_system
 
 
 class Command(BaseCommand):
-    help = "Clear the graph and replay every published claim into it."
+    help = (
+        "Replay every claim that is or was valid into the graph: all groups (the graph is "
+        "cleared first), or with --group G only those groups (others are not touched)."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--group", action="append", help="group id (repeatable)")
+        parser.add_argument(
+            "--progress-every",
+            type=float,
+            metavar="SECONDS",
+            help="when not on a terminal, print a progress line this often (default 10)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        with rls.tenant_context(principal_system("graph-rebuild")):
-            count = graph_rebuild(graph=bootstrap.providers().graph())
-        self.stdout.write(f"projected {count} published claims")
+        groups = options["group"]
+        if groups:
+            checked_groups(groups)
+        progress = reporter_for(self, unit="claims", every=options["progress_every"])
+        with rls.tenant_context(principal_system("graph-rebuild", group_ids=groups)):
+            count = graph_rebuild(
+                graph=bootstrap.providers().graph(), group_ids=groups,
+                on_progress=progress.update,
+            )  # fmt: skip
+        progress.finish()
+        where = f"groups {', '.join(groups)}" if groups else "all groups"
+        self.stdout.write(f"projected {count} claims of {where}")
