@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
-from curation.domain.params import ClaimFilters
+from curation.domain.params import ClaimFilters, RelatedQuery
 from curation.domain.tiers import ClaimStatus
 from curation.domain.validity import EVER_VALID, VALID_NOW
-from curation.models import Claim, Evidence, MergeCandidate, Source
+from curation.models import Claim, Entity, EntityAlias, Evidence, MergeCandidate, Source
+from curation.ports import GraphProjection
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 
@@ -181,3 +183,108 @@ def claim_related(claim: Claim, *, limit: int = 20) -> QuerySet[Claim]:
         .select_related("subject", "object_entity")
         .order_by("predicate")[:limit]
     )
+
+
+# --- Entities: their page and their neighbourhood in the graph ------------------------
+
+
+def entity_survivor(entity: Entity) -> Entity:
+    """Follow merges to the surviving entity."""
+    while entity.merged_into_id is not None:
+        entity = Entity.objects.get(pk=entity.merged_into_id)
+    return entity
+
+
+def _merged_into(survivor: Entity) -> list[Entity]:
+    """Every entity merged (directly or not) into the survivor, oldest merge first."""
+    found: list[Entity] = []
+    frontier = [survivor.pk]
+    while frontier:
+        rows = list(Entity.objects.filter(merged_into_id__in=frontier).order_by("pk"))
+        found += rows
+        frontier = [row.pk for row in rows]
+    return found
+
+
+@dataclass(frozen=True)
+class EntityView:
+    """An entity as its page shows it: names, facts about it now and before, merges."""
+
+    entity: Entity  # the survivor of any merges
+    aliases: list[str]
+    current: list[Claim]
+    past: list[Claim]  # superseded or retracted, newest first
+    merged: list[Entity]  # the entities merged into it
+
+
+def entity_view(*, entity_id: int) -> EntityView | None:
+    """The entity (RLS: only a visible one), or None."""
+    found = Entity.objects.filter(pk=entity_id).first()
+    if found is None:
+        return None
+    survivor = entity_survivor(found)
+    merged = _merged_into(survivor)
+    members = [survivor.pk, *(entity.pk for entity in merged)]
+    about = (
+        Claim.objects.filter(Q(subject_id__in=members) | Q(object_entity_id__in=members))
+        .select_related("subject", "object_entity")
+        .prefetch_related("evidence__episode__source")
+    )
+    aliases = EntityAlias.objects.filter(entity_id__in=members).order_by("alias")
+    return EntityView(
+        entity=survivor,
+        aliases=sorted({alias.alias for alias in aliases} - {survivor.canonical_name}),
+        current=list(about.filter(status=VALID_NOW).order_by("predicate", "pk")),
+        past=list(
+            about.filter(status__in=[ClaimStatus.SUPERSEDED, ClaimStatus.RETRACTED]).order_by(
+                "-valid_from", "-pk"
+            )
+        ),
+        merged=merged,
+    )
+
+
+@dataclass(frozen=True)
+class RelatedPath:
+    """A neighbour reached through the graph, with the claims on the path, re-read from
+    Postgres under RLS (so the graph can never show what RLS hides)."""
+
+    key: str  # the graph node: "e:<entity id>" or "v:<claim id>" (a literal value)
+    name: str
+    kind: str
+    hops: int
+    claims: list[Claim]
+
+    @property
+    def entity_id(self) -> int | None:
+        return int(self.key[2:]) if self.key.startswith("e:") else None
+
+
+def entity_related(
+    *, entity: Entity, graph: GraphProjection, principal: Principal, query: RelatedQuery
+) -> list[RelatedPath]:
+    """The entity's neighbourhood from the graph, each path's claims checked in Postgres.
+
+    The graph is asked only for the principal's groups; then every claim id on a path is
+    read back through RLS and the valid-time filter, and a path with any claim that does
+    not come back (another tenant's, retracted or superseded since the graph was written)
+    is dropped.
+    """
+    found = graph.neighbours(
+        f"e:{entity.pk}", group_ids=sorted(principal.group_ids), hops=query.hops,
+        as_of=query.as_of, predicates=query.predicates or None, limit=query.limit,
+    )  # fmt: skip
+    ids = {claim_id for path in found for claim_id in path.claim_ids}
+    visible = {
+        claim.pk: claim
+        for claim in claims_valid(as_of=query.as_of)
+        .filter(pk__in=ids)
+        .select_related("subject", "object_entity")
+        .prefetch_related("evidence__episode__source")
+    }
+    paths = []
+    for path in found:
+        if all(claim_id in visible for claim_id in path.claim_ids):
+            node, claims = path.node, [visible[claim_id] for claim_id in path.claim_ids]
+            paths.append(RelatedPath(node.key, node.name, node.kind, path.hops, claims))
+    return paths

@@ -47,6 +47,8 @@ class CitedHit:
     predicate: str
     object_text: str
     score: float
+    subject_id: int  # the entity: GET /api/v1/entities/{id} (merges are followed there)
+    object_id: int | None  # None when the object is a literal value
     signals: dict[str, float]
     rerank: float | None  # the cross-encoder's score, when stage 3 read this hit
     status: str
@@ -101,6 +103,8 @@ def search_result_cited(*, result: Result) -> CitedResult:
             predicate=claim.predicate,
             object_text=_object_text(claim),
             score=round(hit.score, 6),
+            subject_id=claim.subject_id,
+            object_id=claim.object_entity_id,
             signals=hit.signals,
             rerank=hit.rerank,
             status=claim.status,

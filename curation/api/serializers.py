@@ -85,3 +85,32 @@ class ClaimSerializer(serializers.ModelSerializer[Claim]):
                 "entity_id": claim.object_entity_id,
             }
         return {"literal": claim.object_literal}
+
+
+class EntityRefSerializer(serializers.Serializer[Any]):
+    id = serializers.IntegerField(source="pk")
+    name = serializers.CharField(source="canonical_name")
+    type = serializers.CharField(source="entity_type")
+
+
+class EntitySerializer(serializers.Serializer[Any]):
+    """An entity (the survivor of any merges): its names, its facts now and before."""
+
+    id = serializers.IntegerField(source="entity.pk")
+    group_id = serializers.CharField(source="entity.group_id")
+    name = serializers.CharField(source="entity.canonical_name")
+    type = serializers.CharField(source="entity.entity_type")
+    aliases = serializers.ListField(child=serializers.CharField())
+    merged = EntityRefSerializer(many=True, help_text="entities merged into this one")
+    current = ClaimSerializer(many=True, help_text="facts valid now, about it or pointing at it")
+    past = ClaimSerializer(many=True, help_text="superseded or retracted facts, newest first")
+
+
+class RelatedSerializer(serializers.Serializer[Any]):
+    """A neighbour and the claims on the path to it, from the entity outwards."""
+
+    entity_id = serializers.IntegerField(allow_null=True, help_text="null for a literal value")
+    name = serializers.CharField()
+    type = serializers.CharField(source="kind")
+    hops = serializers.IntegerField(min_value=1, max_value=3)
+    claims = ClaimSerializer(many=True)

@@ -8,6 +8,12 @@ urlpatterns = [
     path("sources", views.SourceListView.as_view(), name="api-sources"),
     path("episodes", views.EpisodeListView.as_view(), name="api-episodes"),
     path("claims", views.ClaimListView.as_view(), name="api-claims"),
+    path("entities/<int:entity_id>", views.EntityDetailView.as_view(), name="api-entity"),
+    path(
+        "entities/<int:entity_id>/related",
+        views.EntityRelatedView.as_view(),
+        name="api-entity-related",
+    ),
     path(
         "claims/<int:claim_id>/history", views.ClaimHistoryView.as_view(), name="api-claim-history"
     ),

@@ -10,10 +10,12 @@ from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from curation import selectors
+from curation import bootstrap, selectors
 from curation.api.serializers import (
     ClaimSerializer,
+    EntitySerializer,
     EpisodeSerializer,
+    RelatedSerializer,
     SourceCreateSerializer,
     SourceSerializer,
 )
@@ -23,6 +25,7 @@ from curation.domain.params import (
     InvalidQuery,
     ParamReader,
     parse_claim_filters,
+    parse_related,
 )
 from curation.models import Claim, Episode, Source
 from curation.services.sources import source_create
@@ -108,3 +111,52 @@ class ClaimHistoryView(generics.GenericAPIView[Claim]):
         if not history:
             raise exceptions.NotFound("No such claim.")
         return Response(ClaimSerializer(history, many=True).data)
+
+
+def _entity(entity_id: int) -> selectors.EntityView:
+    """The visible entity (through RLS), or a 404; an id past any key is none either."""
+    view = selectors.entity_view(entity_id=entity_id) if entity_id <= MAX_ID else None
+    if view is None:
+        raise exceptions.NotFound("No such entity.")
+    return view
+
+
+class EntityDetailView(generics.GenericAPIView[Claim]):
+    """An entity: its name and aliases, facts about it now and before, what merged into it.
+
+    An id merged into another entity answers with the survivor.
+    """
+
+    serializer_class = EntitySerializer
+
+    def get(self, request: Request, entity_id: int) -> Response:
+        return Response(EntitySerializer(_entity(entity_id)).data)
+
+
+class EntityRelatedView(generics.GenericAPIView[Claim]):
+    """Entities and values within `hops` (1-3) of the entity, valid now or `as_of`, through
+    the given predicates (comma-separated) only if any; each with the claims on its path.
+
+    Read from the graph, then every claim re-read in Postgres under the caller's tenancy:
+    a path with a claim the caller may not see, or no longer valid, is left out.
+    """
+
+    serializer_class = RelatedSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("hops", int, description="1 to 3 (default 1)"),
+            OpenApiParameter("as_of", str, description="ISO 8601 instant with its time zone"),
+            OpenApiParameter("predicate", str, description="comma-separated, e.g. RUNS_ON"),
+            OpenApiParameter("limit", int, description="paths, 1 to 500 (default 100)"),
+        ],
+        responses={200: RelatedSerializer(many=True)},
+    )
+    def get(self, request: Request, entity_id: int) -> Response:
+        query = _parsed(parse_related, request)
+        view = _entity(entity_id)
+        paths = selectors.entity_related(
+            entity=view.entity, graph=bootstrap.providers().graph(),
+            principal=principal_of(request), query=query,
+        )  # fmt: skip
+        return Response(RelatedSerializer(paths, many=True).data)

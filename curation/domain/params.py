@@ -121,3 +121,28 @@ def parse_claim_filters(params: Mapping[str, str]) -> ClaimFilters:
     )
     reader.check()
     return filters
+
+
+RELATED_PARAMS = ("hops", "as_of", "predicate", "limit")
+
+
+@dataclass(frozen=True)
+class RelatedQuery:
+    """What `GET /entities/{id}/related` asks: depth, instant, predicates, how many paths."""
+
+    hops: int = 1
+    as_of: dt.datetime | None = None
+    predicates: tuple[str, ...] = ()
+    limit: int = 100
+
+
+def parse_related(params: Mapping[str, str]) -> RelatedQuery:
+    """The validated query (predicates comma-separated); InvalidQuery names every bad one."""
+    reader = ParamReader(params, allowed=RELATED_PARAMS)
+    hops = reader.integer("hops", low=1, high=3)
+    as_of = reader.instant("as_of")
+    predicate = reader.text("predicate")
+    limit = reader.integer("limit", low=1, high=500)
+    reader.check()
+    predicates = tuple(p.strip().upper() for p in (predicate or "").split(",") if p.strip())
+    return RelatedQuery(hops=hops or 1, as_of=as_of, predicates=predicates, limit=limit or 100)

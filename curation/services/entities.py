@@ -23,6 +23,7 @@ from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, EntityAlias, MergeCandidate
 from curation.ports import Embedder, EquivalenceJudge
+from curation.selectors import entity_survivor
 from curation.services.outbox import outbox_enqueue
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -67,9 +68,7 @@ class _Match:
 
 def canonical(entity: Entity) -> Entity:
     """Follow merges to the surviving entity."""
-    while entity.merged_into_id is not None:
-        entity = Entity.objects.get(pk=entity.merged_into_id)
-    return entity
+    return entity_survivor(entity)
 
 
 @dataclass(frozen=True)

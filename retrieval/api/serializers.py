@@ -40,6 +40,10 @@ class SearchHitSerializer(serializers.Serializer[CitedHit]):
     subject = serializers.CharField()
     predicate = serializers.CharField()
     object = serializers.CharField(source="object_text")
+    subject_id = serializers.IntegerField(help_text="the entity: GET /api/v1/entities/{id}")
+    object_id = serializers.IntegerField(
+        allow_null=True, help_text="the object's entity, null for a literal value"
+    )
     score = serializers.FloatField()
     signals = SignalsSerializer()
     rerank = serializers.FloatField(allow_null=True, help_text="stage-3 score, if it ran")
