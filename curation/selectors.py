@@ -10,6 +10,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
 from curation.domain.params import ClaimFilters, RelatedQuery
+from curation.domain.picture import Edge, Node, Picture, layout
 from curation.domain.tiers import ClaimStatus
 from curation.domain.validity import EVER_VALID, VALID_NOW
 from curation.models import Claim, Entity, EntityAlias, Evidence, MergeCandidate, Source
@@ -288,3 +289,33 @@ def entity_related(
             node, claims = path.node, [visible[claim_id] for claim_id in path.claim_ids]
             paths.append(RelatedPath(node.key, node.name, node.kind, path.hops, claims))
     return paths
+
+
+def _end(claim: Claim, side: str) -> str:
+    """A claim's end as a graph node key (entities after merges; a literal is its own)."""
+    if side == "subject":
+        return f"e:{entity_survivor(claim.subject).pk}"
+    if claim.object_entity is None:
+        return f"v:{claim.pk}"
+    return f"e:{entity_survivor(claim.object_entity).pk}"
+
+
+def entity_picture(view: EntityView, paths: list[RelatedPath]) -> Picture:
+    """The neighbourhood as a radial picture: the entity in the middle, a ring per hop."""
+    centre = f"e:{view.entity.pk}"
+    nodes: dict[str, Node] = {
+        centre: Node(centre, view.entity.canonical_name, view.entity.entity_type, 0, None)
+    }
+    edges: dict[int, Edge] = {}
+    for path in sorted(paths, key=lambda p: p.hops):
+        last = path.claims[-1]
+        ends = {_end(last, "subject"), _end(last, "object")}
+        parent = next(iter(ends - {path.key}), centre)
+        if path.key not in nodes:
+            nodes[path.key] = Node(path.key, path.name, path.kind, path.hops, parent)
+        for claim in path.claims:
+            edges[claim.pk] = Edge(
+                claim_id=claim.pk, source=_end(claim, "subject"), target=_end(claim, "object"),
+                predicate=claim.predicate, current=claim.status == VALID_NOW,
+            )  # fmt: skip
+    return layout(list(nodes.values()), list(edges.values()))

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import bootstrap, selectors
+from curation.domain.params import MAX_ID, InvalidQuery, parse_related
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, MergeCandidate
 from curation.services import review
@@ -215,3 +216,38 @@ def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
         "related": selectors.claim_related(claim),
     }
     return render(request, "curation/claim.html", context)
+
+
+@login_required
+@require_GET
+def entity_detail(request: HttpRequest, entity_id: int) -> HttpResponse:
+    """An entity's page: names, facts now and before, merges, and its neighbourhood drawn
+    as of a chosen day and to a chosen depth (the picture alone is swapped by htmx)."""
+    view = selectors.entity_view(entity_id=entity_id) if entity_id <= MAX_ID else None
+    if view is None:
+        raise Http404("No such entity.")
+    if view.entity.pk != entity_id:  # merged: the survivor's page is the one to share
+        return redirect("review:entity", entity_id=view.entity.pk)
+    raw = request.GET.dict()
+    day = raw.pop("as_of", "").strip()
+    params = {key: value for key, value in raw.items() if key in {"hops"}}
+    if day:  # a calendar day means its end: what was valid when the day was over
+        params["as_of"] = f"{day}T23:59:59+00:00"
+    try:
+        query = parse_related(params)
+    except InvalidQuery as error:
+        problems = "; ".join(f"{name}: {message}" for name, message in error.errors.items())
+        return HttpResponse(problems, status=400, content_type="text/plain; charset=utf-8")
+    paths = selectors.entity_related(
+        entity=view.entity, graph=bootstrap.providers().graph(),
+        principal=request_principal(request), query=query,
+    )  # fmt: skip
+    context = {
+        "view": view,
+        "picture": selectors.entity_picture(view, paths),
+        "paths": paths,
+        "as_of": day,
+        "hops": query.hops,
+    }
+    template = "curation/_entity_picture.html" if htmx_partial(request) else "curation/entity.html"
+    return render(request, template, context)
