@@ -21,17 +21,19 @@ from curation.domain.graph import GraphDump, GraphEdge, GraphNode, Neighbour, ch
 MOVED = """
 UNWIND $edges AS e
 MATCH (s:Node)-[old:CLAIM {claim_id: e.claim_id}]->(o:Node)
-WHERE NOT (s.key = e.s_key AND o.key = e.o_key)
-WITH s.key AS s_key, o.key AS o_key, old
+WHERE NOT (s.key = e.s_key AND o.key = e.o_key AND s.group_id = e.group_id)
+WITH s.group_id AS s_group, s.key AS s_key, o.group_id AS o_group, o.key AS o_key, old
 DELETE old
-RETURN s_key, o_key
+RETURN s_group, s_key, o_group, o_key
 """
+# A node is its group's: (group id, key) is its identity, so no write of one tenant
+# can ever land on a node of another, even if two ever shared a key.
 UPSERT = """
 UNWIND $edges AS e
-MERGE (s:Node {key: e.s_key})
-SET s.name = e.s_name, s.kind = e.s_kind, s.group_id = e.group_id
-MERGE (o:Node {key: e.o_key})
-SET o.name = e.o_name, o.kind = e.o_kind, o.group_id = e.group_id
+MERGE (s:Node {group_id: e.group_id, key: e.s_key})
+SET s.name = e.s_name, s.kind = e.s_kind
+MERGE (o:Node {group_id: e.group_id, key: e.o_key})
+SET o.name = e.o_name, o.kind = e.o_kind
 MERGE (s)-[r:CLAIM {claim_id: e.claim_id}]->(o)
 SET r.predicate = e.predicate, r.fact = e.fact, r.group_id = e.group_id,
     r.valid_from = e.valid_from, r.valid_to = e.valid_to, r.status = e.status,
@@ -40,13 +42,13 @@ SET r.predicate = e.predicate, r.fact = e.fact, r.group_id = e.group_id,
 REMOVE = """
 UNWIND $claim_ids AS claim_id
 MATCH (s:Node)-[r:CLAIM {claim_id: claim_id}]->(o:Node)
-WITH s.key AS s_key, o.key AS o_key, r
+WITH s.group_id AS s_group, s.key AS s_key, o.group_id AS o_group, o.key AS o_key, r
 DELETE r
-RETURN s_key, o_key
+RETURN s_group, s_key, o_group, o_key
 """
 SWEEP = """
-UNWIND $keys AS key
-MATCH (n:Node {key: key})
+UNWIND $ends AS end
+MATCH (n:Node {group_id: end[0], key: end[1]})
 OPTIONAL MATCH (n)-[r:CLAIM]-()
 WITH n, count(r) AS degree
 WHERE degree = 0
@@ -147,10 +149,11 @@ class CypherGraph:
         if claim_ids:
             self._sweep(self._run(REMOVE, {"claim_ids": list(claim_ids)}))
 
-    def _sweep(self, ends: Iterable[Sequence[Any]]) -> None:
-        keys = sorted({key for row in ends for key in row})
-        if keys:
-            self._run(SWEEP, {"keys": keys})
+    def _sweep(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Delete the nodes at these ends ((group, key, group, key) rows) left edgeless."""
+        ends = sorted({(row[i], row[i + 1]) for row in rows for i in (0, 2)})
+        if ends:
+            self._run(SWEEP, {"ends": [list(end) for end in ends]})
 
     def clear_group(self, group_id: str) -> None:
         self._run(CLEAR_GROUP, {"group_id": group_id})

@@ -238,3 +238,17 @@ def test_the_projected_graph_equals_a_rebuild_group_by_group(
     with rls.tenant_context(principal_system("test", group_ids=[a, b])):
         graph_rebuild(graph=graph)
     assert {a: graph.dump(a), b: graph.dump(b)} == projected
+
+
+def test_a_shared_key_stays_two_nodes_one_per_group(graph: CypherGraph) -> None:
+    """Node identity is (group, key): a key both groups use never merges their nodes."""
+    graph.upsert_claims([
+        edge(1, BILLING, K8S1),
+        edge(2, GraphNode(BILLING.key, "their-billing", "service"), K8S2, group=B),
+    ])  # fmt: skip
+
+    assert [n[:2] for n in graph.dump(A).nodes] == [("e:1", "billing-api"), ("e:2", "k8s-prod-1")]
+    assert [n[:2] for n in graph.dump(B).nodes] == [("e:1", "their-billing"), ("e:3", "k8s-prod-2")]
+    assert keys(graph.neighbours(BILLING.key, group_ids=[A])) == [("e:2", 1, (1,))]
+    graph.clear_group(A)
+    assert [n[:2] for n in graph.dump(B).nodes] == [("e:1", "their-billing"), ("e:3", "k8s-prod-2")]
