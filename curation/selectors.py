@@ -260,6 +260,30 @@ class RelatedPath:
     def entity_id(self) -> int | None:
         return int(self.key[2:]) if self.key.startswith("e:") else None
 
+    @property
+    def claim_ids(self) -> list[int]:
+        return [claim.pk for claim in self.claims]
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """`entity_related`'s paths, with every claim on them once (for the API)."""
+
+    entity: Entity
+    neighbours: list[RelatedPath]
+    claims: list[Claim]
+
+    @classmethod
+    def of(cls, entity: Entity, paths: list[RelatedPath]) -> Neighbourhood:
+        claims = {claim.pk: claim for path in paths for claim in path.claims}
+        return cls(entity, paths, [claims[pk] for pk in sorted(claims)])
+
+
+def entity_visible(*, entity_id: int) -> Entity | None:
+    """The entity's survivor, if the entity is visible (RLS); None otherwise."""
+    found = Entity.objects.filter(pk=entity_id).first()
+    return None if found is None else entity_survivor(found)
+
 
 def entity_related(
     *, entity: Entity, graph: GraphProjection, principal: Principal, query: RelatedQuery

@@ -8,6 +8,8 @@ Writes are batched with UNWIND: one statement drops the edges whose ends moved (
 entity merge re-points a claim), one upserts nodes and edges, one removes edges, and
 one sweeps the nodes a removal or a move left without edges (a rebuild would not
 create them). A batch names a claim once, so per-claim order is the caller's.
+Edges are found by their claim id alone, with unlabelled ends: FalkorDB then reads the
+claim-id index directly (a `:Node` label on the ends made it scan every node per row).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from curation.domain.graph import GraphDump, GraphEdge, GraphNode, Neighbour, ch
 
 MOVED = """
 UNWIND $edges AS e
-MATCH (s:Node)-[old:CLAIM {claim_id: e.claim_id}]->(o:Node)
+MATCH (s)-[old:CLAIM {claim_id: e.claim_id}]->(o)
 WHERE NOT (s.key = e.s_key AND o.key = e.o_key AND s.group_id = e.group_id)
 WITH s.group_id AS s_group, s.key AS s_key, o.group_id AS o_group, o.key AS o_key, old
 DELETE old
@@ -41,7 +43,7 @@ SET r.predicate = e.predicate, r.fact = e.fact, r.group_id = e.group_id,
 """
 REMOVE = """
 UNWIND $claim_ids AS claim_id
-MATCH (s:Node)-[r:CLAIM {claim_id: claim_id}]->(o:Node)
+MATCH (s)-[r:CLAIM {claim_id: claim_id}]->(o)
 WITH s.group_id AS s_group, s.key AS s_key, o.group_id AS o_group, o.key AS o_key, r
 DELETE r
 RETURN s_group, s_key, o_group, o_key

@@ -106,11 +106,22 @@ class EntitySerializer(serializers.Serializer[Any]):
     past = ClaimSerializer(many=True, help_text="superseded or retracted facts, newest first")
 
 
-class RelatedSerializer(serializers.Serializer[Any]):
+class NeighbourSerializer(serializers.Serializer[Any]):
     """A neighbour and the claims on the path to it, from the entity outwards."""
 
     entity_id = serializers.IntegerField(allow_null=True, help_text="null for a literal value")
     name = serializers.CharField()
     type = serializers.CharField(source="kind")
     hops = serializers.IntegerField(min_value=1, max_value=3)
+    claim_ids = serializers.ListField(
+        child=serializers.IntegerField(), help_text="the path's claims, in `claims`"
+    )
+
+
+class RelatedSerializer(serializers.Serializer[Any]):
+    """An entity's neighbourhood: each neighbour with its path, and each claim on any path
+    once, with its citations."""
+
+    entity = EntityRefSerializer()
+    neighbours = NeighbourSerializer(many=True)
     claims = ClaimSerializer(many=True)

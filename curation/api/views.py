@@ -150,13 +150,15 @@ class EntityRelatedView(generics.GenericAPIView[Claim]):
             OpenApiParameter("predicate", str, description="comma-separated, e.g. RUNS_ON"),
             OpenApiParameter("limit", int, description="paths, 1 to 500 (default 100)"),
         ],
-        responses={200: RelatedSerializer(many=True)},
+        responses={200: RelatedSerializer},
     )
     def get(self, request: Request, entity_id: int) -> Response:
         query = _parsed(parse_related, request)
-        view = _entity(entity_id)
+        entity = selectors.entity_visible(entity_id=entity_id) if entity_id <= MAX_ID else None
+        if entity is None:
+            raise exceptions.NotFound("No such entity.")
         paths = selectors.entity_related(
-            entity=view.entity, graph=bootstrap.providers().graph(),
+            entity=entity, graph=bootstrap.providers().graph(),
             principal=principal_of(request), query=query,
         )  # fmt: skip
-        return Response(RelatedSerializer(paths, many=True).data)
+        return Response(RelatedSerializer(selectors.Neighbourhood.of(entity, paths)).data)

@@ -12,19 +12,25 @@ from collections.abc import Callable, Sequence
 
 from curation.domain.graph import GraphEdge, GraphNode, epoch_ms
 from curation.domain.tiers import ClaimStatus
-from curation.models import Claim, OutboxJob
+from curation.models import Claim, Evidence, OutboxJob
 from curation.ports import GraphProjection
 from curation.services.entities import canonical
 
 PROJECTED = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
 
 
-def graph_edge(claim: Claim) -> GraphEdge:
+def graph_edge(claim: Claim, episode_ids: Sequence[int] | None = None) -> GraphEdge:
     """A claim as a graph edge between its entity nodes (after merges).
+
+    `episode_ids` are the claim's evidence episodes when the caller read them in bulk.
 
     Merges only point an entity at its survivor, so the edge follows the pointers: a
     merge re-projects the claims it touches and their edges meet at the survivor.
     """
+    if episode_ids is None:
+        episodes: Sequence[int] = list(claim.evidence.values_list("episode_id", flat=True))
+    else:
+        episodes = episode_ids
     about = canonical(claim.subject)
     subject = GraphNode(f"e:{about.pk}", about.canonical_name, about.entity_type)
     if claim.object_entity is not None:
@@ -43,7 +49,7 @@ def graph_edge(claim: Claim) -> GraphEdge:
         valid_to=epoch_ms(claim.valid_to) if claim.valid_to is not None else None,
         status=claim.status,
         tier=claim.tier,
-        episode_ids=tuple(sorted(set(claim.evidence.values_list("episode_id", flat=True)))),
+        episode_ids=tuple(sorted(set(episodes))),
     )
 
 
@@ -58,7 +64,12 @@ def project_claims(claim_ids: Sequence[int], *, graph: GraphProjection) -> None:
     claims = _claims(ids)
     keep = [claims[i] for i in ids if i in claims and claims[i].status in PROJECTED]
     graph.remove_claims([i for i in ids if i not in {claim.pk for claim in keep}])
-    graph.upsert_claims([graph_edge(claim) for claim in keep])
+    episodes: dict[int, list[int]] = {claim.pk: [] for claim in keep}
+    for claim_id, episode_id in Evidence.objects.filter(claim_id__in=list(episodes)).values_list(
+        "claim_id", "episode_id"
+    ):
+        episodes[claim_id].append(episode_id)
+    graph.upsert_claims([graph_edge(claim, episodes[claim.pk]) for claim in keep])
 
 
 def project_claim(job: OutboxJob, *, graph: GraphProjection) -> None:
