@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from django.conf import settings
 from django.utils import timezone
 
 from curation import bootstrap
@@ -100,6 +101,7 @@ def _drain(
             max_priority=max_priority,
             limit=limit,
             principal=system,
+            lease=dt.timedelta(seconds=settings.VERA_OUTBOX__LEASE_S),
         )
         for outcome, count in counts.items():
             totals[outcome] = totals.get(outcome, 0) + count

@@ -132,9 +132,13 @@ def _context(principal: Principal | None) -> AbstractContextManager[object]:
 
 
 def _claim(
-    consumer: Consumer, limit: int, max_priority: Priority, principal: Principal | None
+    consumer: Consumer,
+    limit: int,
+    max_priority: Priority,
+    principal: Principal | None,
+    lease: dt.timedelta = LEASE,
 ) -> list[OutboxJob]:
-    """Lease the most urgent due jobs: locked FOR UPDATE SKIP LOCKED, pushed LEASE ahead."""
+    """Lease the most urgent due jobs: locked FOR UPDATE SKIP LOCKED, pushed `lease` ahead."""
     with _context(principal):
         jobs = list(
             OutboxJob.objects.select_for_update(skip_locked=True)
@@ -146,7 +150,7 @@ def _claim(
             )
             .order_by("priority", "available_at", "pk")[:limit]
         )
-        leased_until = timezone.now() + LEASE
+        leased_until = timezone.now() + lease
         OutboxJob.objects.filter(pk__in=[job.pk for job in jobs]).update(available_at=leased_until)
     return jobs
 
@@ -183,6 +187,7 @@ def outbox_process(
     prepare: Callable[[list[OutboxJob]], None] | None = None,
     batch: BatchHandler | None = None,
     principal: Principal | None = None,
+    lease: dt.timedelta = LEASE,
 ) -> Counter[str]:
     """Run up to `limit` of the consumer's due jobs, most urgent first (priority, then age).
 
@@ -198,9 +203,10 @@ def outbox_process(
     context; without, each is a savepoint in the caller's (tests, shells).
     `max_priority` lets the interactive lane take only urgent jobs. `prepare` sees the
     whole batch first (e.g. to embed every text in one model call, outside any write);
-    a failure there only costs the batching, never a job.
+    a failure there only costs the batching, never a job. `lease` is how long a worker
+    that dies mid-batch keeps its jobs from the others.
     """
-    jobs = _claim(consumer, limit, max_priority, principal)
+    jobs = _claim(consumer, limit, max_priority, principal, lease)
     if prepare is not None and jobs:
         try:
             with _context(principal):

@@ -243,6 +243,9 @@ CELERY_BEAT_SCHEDULE["curation-project-index"] = {
     "kwargs": {"consumer": "index"},
     "options": {"expires": 10.0},
 }
+# How long a worker's leased outbox batch is hidden from the others: longer than any
+# batch takes; a worker killed mid-batch delays its jobs by this much.
+VERA_OUTBOX__LEASE_S = env_int("VERA_OUTBOX__LEASE_S", default=600)
 # A workspace switched to another embedding model is re-embedded a bounded batch a tick.
 CELERY_BEAT_SCHEDULE["retrieval-index-catch-up"] = {
     "task": "retrieval.index_catch_up",
