@@ -22,6 +22,7 @@ from curation.models import (
     Evidence,
     MergeCandidate,
     OutboxJob,
+    OutboxPause,
     Source,
 )
 from curation.services import review
@@ -301,6 +302,23 @@ class MergeCandidateAdmin(WrittenByServices, admin.ModelAdmin[MergeCandidate]):
     @admin.action(description="Keep the selected pairs apart (they are different things)")
     def keep_apart_selected(self, request: HttpRequest, queryset: QuerySet[MergeCandidate]) -> None:
         self._decide(request, queryset, merge=False)
+
+
+@admin.register(OutboxPause)
+class OutboxPauseAdmin(WrittenByServices, admin.ModelAdmin[OutboxPause]):
+    """Groups whose jobs a consumer holds off (a graph rebuild of the group is running).
+
+    A rebuild lifts its pause when it ends; one killed mid-way leaves it: lift it with
+    the action, and the consumer catches up.
+    """
+
+    list_display = ["consumer", "group_id", "reason", "created_at"]
+    actions = ["lift"]
+
+    @admin.action(description="Lift the selected pauses (the consumer catches up)")
+    def lift(self, request: HttpRequest, queryset: QuerySet[OutboxPause]) -> None:
+        count, _ = queryset.delete()
+        self.message_user(request, f"{count} pause(s) lifted.", messages.SUCCESS)
 
 
 @admin.register(OutboxJob)

@@ -330,3 +330,24 @@ class OutboxJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} for {self.consumer} ({self.status})"
+
+
+class OutboxPause(models.Model):
+    """One consumer holds off one group's jobs (a rebuild of that group is running).
+
+    Jobs keep arriving and wait, untouched; when the pause is lifted the consumer
+    catches up, and each job re-reads the record, so what it writes is current.
+    """
+
+    group_id = models.CharField(max_length=40)
+    consumer = models.CharField(max_length=20, choices=[(c.value, c.value) for c in Consumer])
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["consumer", "group_id"], name="outbox_pause_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.consumer} paused for {self.group_id}: {self.reason}"

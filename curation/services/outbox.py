@@ -12,8 +12,8 @@ import itertools
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TypedDict
 
 from django.db import transaction
@@ -21,7 +21,7 @@ from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from curation.domain.outbox import CONSUMERS, Consumer, Priority
-from curation.models import OutboxJob
+from curation.models import OutboxJob, OutboxPause
 from kernel.resilience import full_jitter_delay
 from tenants import rls
 from tenants.domain.access import Principal
@@ -140,6 +140,7 @@ def _claim(
 ) -> list[OutboxJob]:
     """Lease the most urgent due jobs: locked FOR UPDATE SKIP LOCKED, pushed `lease` ahead."""
     with _context(principal):
+        paused = OutboxPause.objects.filter(consumer=consumer).values("group_id")
         jobs = list(
             OutboxJob.objects.select_for_update(skip_locked=True)
             .filter(
@@ -148,6 +149,7 @@ def _claim(
                 available_at__lte=timezone.now(),
                 priority__lte=max_priority,
             )
+            .exclude(group_id__in=paused)
             .order_by("priority", "available_at", "pk")[:limit]
         )
         leased_until = timezone.now() + lease
@@ -260,3 +262,32 @@ def outbox_backlog() -> dict[str, LaneBacklog]:
             "oldest": row["oldest"],
         }
     return backlog
+
+
+@contextmanager
+def outbox_paused(
+    *,
+    consumer: Consumer,
+    group_ids: Sequence[str],
+    reason: str,
+    principal: Principal | None = None,
+) -> Iterator[None]:
+    """Hold off the consumer's jobs of these groups while the block runs, then let it
+    catch up. With `principal` the pause is committed at once (so every worker sees it)
+    and lifted in a transaction of its own; without, both are savepoints in the
+    caller's transaction (tests, shells).
+
+    A job leased just before the pause may still finish during the block; the caller
+    replays what such jobs did (`done_at` after the block started), see
+    `graph_rebuild_live`.
+    """
+    with _context(principal):
+        for group_id in group_ids:
+            OutboxPause.objects.get_or_create(
+                consumer=consumer, group_id=group_id, defaults={"reason": reason[:200]}
+            )
+    try:
+        yield
+    finally:
+        with _context(principal):
+            OutboxPause.objects.filter(consumer=consumer, group_id__in=list(group_ids)).delete()

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 
 from curation import bootstrap
 from curation.management.commands.ingest import reporter_for
-from curation.services.projection import graph_rebuild
+from curation.services.projection import graph_rebuild, graph_rebuild_live
 from tenants import rls
 from tenants.management.tenant_command import checked_groups
 from tenants.selectors import principal_system
@@ -18,7 +18,8 @@ from tenants.selectors import principal_system
 class Command(BaseCommand):
     help = (
         "Replay every claim that is or was valid into the graph: all groups (the graph is "
-        "cleared first), or with --group G only those groups (others are not touched)."
+        "cleared first), or with --group G only those groups (others are not touched), "
+        "their graph jobs paused meanwhile and caught up after."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -35,11 +36,15 @@ class Command(BaseCommand):
         if groups:
             checked_groups(groups)
         progress = reporter_for(self, unit="claims", every=options["progress_every"])
-        with rls.tenant_context(principal_system("graph-rebuild", group_ids=groups)):
-            count = graph_rebuild(
-                graph=bootstrap.providers().graph(), group_ids=groups,
-                on_progress=progress.update,
-            )  # fmt: skip
+        graph = bootstrap.providers().graph()
+        principal = principal_system("graph-rebuild", group_ids=groups)
+        if groups:  # each step its own transaction: the workers must see the pause
+            count = graph_rebuild_live(
+                graph=graph, group_ids=groups, principal=principal, on_progress=progress.update
+            )
+        else:
+            with rls.tenant_context(principal):
+                count = graph_rebuild(graph=graph, on_progress=progress.update)
         progress.finish()
         where = f"groups {', '.join(groups)}" if groups else "all groups"
         self.stdout.write(f"projected {count} claims of {where}")
