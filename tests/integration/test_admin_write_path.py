@@ -26,7 +26,7 @@ from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from curation.admin import SOURCE_SETTINGS
-from curation.models import Claim, Entity, MergeCandidate, Source
+from curation.models import Claim, Entity, MergeCandidate, OutboxPause, Source
 from curation.services.sources import source_create
 from curation.tasks import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
@@ -171,6 +171,7 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
             user=tenant_a.viewer,
         )  # fmt: skip
         _learning_loop(world, group_id)
+        OutboxPause.objects.create(group_id=group_id, consumer="graph", reason="graph rebuild")
     tenant_a.admin.is_staff = tenant_a.admin.is_superuser = True
     tenant_a.admin.save()
     client.force_login(tenant_a.admin)

@@ -25,6 +25,8 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from curation.domain.outbox import Consumer
+from curation.models import OutboxPause
 from curation.services.entities import entity_resolve
 from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap as retrieval_bootstrap
@@ -133,6 +135,8 @@ def _fill(tenant: Tenant, root: Path) -> None:
             actor=principal, group_id=group_id, search=retrieval_bootstrap.search(),
             embedder_model="hashing", now=timezone.now(), trigger="test",
         )  # fmt: skip
+        # What `outbox_paused` holds while a graph rebuild of the group runs.
+        OutboxPause.objects.create(group_id=group_id, consumer=Consumer.GRAPH, reason="rebuild")
 
 
 def _tenant_tables() -> tuple[str, ...]:
