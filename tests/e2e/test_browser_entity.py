@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import os
 import re
 from pathlib import Path
 
@@ -12,35 +10,21 @@ from playwright.sync_api import Page, expect
 
 from curation import bootstrap
 from curation.models import Entity
-from curation.tasks import ingest_now, process_outbox
 from tenants import rls
-from tests.support.tenancy import PASSWORD, Tenant, markdown_source
+from tests.support.ingest import ingest_billing_history
+from tests.support.tenancy import PASSWORD, Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-T1 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
-
-
-def _write(root: Path, name: str, text: str, at: dt.datetime) -> None:
-    (root / name).write_text(text, encoding="utf-8")
-    os.utime(root / name, (at.timestamp(), at.timestamp()))
 
 
 @pytest.fixture
 def billing(tenant_a: Tenant, tmp_path: Path) -> Entity:
     """billing-api ran on k8s-prod-1, runs on k8s-prod-2 since March; a team owns it."""
     bootstrap.providers().graph().clear()
-    _write(tmp_path, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-1.\n", T0)
-    _write(tmp_path, "team.md", "# Team\n\nThe billing-api is owned by payments-team.\n", T0)
-    _write(tmp_path, "org.md", "# Org\n\nThe payments-team is part of finance-org.\n", T0)
-    source_id = markdown_source(tenant_a, tmp_path, tier=1)
-    ingest_now(source_id=source_id, group_id=tenant_a.workspace.group_id)
-    _write(tmp_path, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-2.\n", T1)
-    ingest_now(source_id=source_id, group_id=tenant_a.workspace.group_id)
-    while process_outbox():
-        pass
+    org = "# Org\n\nThe payments-team is part of finance-org.\n"
+    ingest_billing_history(tenant_a, tmp_path, extra={"org.md": org})
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         return Entity.objects.get(canonical_name="billing-api")
 

@@ -8,7 +8,6 @@ may not see, or one the graph holds stale, never reaches the response.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 import pytest
@@ -18,37 +17,18 @@ from curation import bootstrap
 from curation.domain.graph import GraphEdge, GraphNode, epoch_ms
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity
-from curation.tasks import ingest_now, process_outbox
 from tenants import rls
-from tests.support.tenancy import Tenant, markdown_source
+from tests.support.ingest import T0, T1, ingest_billing_history
+from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-T1 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
-
-
-def _write(root: Path, name: str, text: str, at: dt.datetime) -> None:
-    (root / name).write_text(text, encoding="utf-8")
-    os.utime(root / name, (at.timestamp(), at.timestamp()))
-
-
-def _ingest(tenant: Tenant, root: Path) -> None:
-    root.mkdir()
-    _write(root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-1.\n", T0)
-    _write(root, "team.md", "# Team\n\nThe billing-api is owned by payments-team.\n", T0)
-    source_id = markdown_source(tenant, root, tier=1)
-    ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
-    _write(root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-2.\n", T1)
-    ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
-    while process_outbox():
-        pass
 
 
 @pytest.fixture
 def world(tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path) -> tuple[Tenant, Tenant]:
     bootstrap.providers().graph().clear()
-    _ingest(tenant_a, tmp_path / "a")
-    _ingest(tenant_b, tmp_path / "b")  # the same names, another tenant
+    ingest_billing_history(tenant_a, tmp_path / "a")
+    ingest_billing_history(tenant_b, tmp_path / "b")  # the same names, another tenant
     return tenant_a, tenant_b
 
 

@@ -25,10 +25,9 @@ from curation.services.projection import graph_rebuild
 from curation.tasks import ingest_now, process_outbox
 from tenants import rls
 from tenants.selectors import principal_system
+from tests.support.ingest import T0, T1, ingest_billing_history, write_at
 from tests.support.tenancy import Tenant, markdown_source
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-T1 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 A, B = "w:aaaa", "w:bbbb"
 
 
@@ -195,23 +194,6 @@ def test_schema_creation_is_idempotent(graph: CypherGraph) -> None:
 # --- the projection as a whole: outbox-built graph == rebuild from Postgres -------------
 
 
-def _write(root: Path, name: str, text: str, at: dt.datetime) -> None:
-    (root / name).write_text(text, encoding="utf-8")
-    os.utime(root / name, (at.timestamp(), at.timestamp()))
-
-
-def _ingest(tenant: Tenant, root: Path) -> None:
-    root.mkdir()
-    _write(root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-1.\n", T0)
-    _write(root, "team.md", "# Team\n\nThe billing-api is owned by payments-team.\n", T0)
-    source_id = markdown_source(tenant, root, tier=1)
-    ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
-    _write(root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-2.\n", T1)
-    ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
-    while process_outbox():
-        pass
-
-
 @pytest.mark.django_db
 def test_the_projected_graph_equals_a_rebuild_group_by_group(
     tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path
@@ -220,8 +202,8 @@ def test_the_projected_graph_equals_a_rebuild_group_by_group(
 
     graph = bootstrap.providers().graph()
     graph.clear()
-    _ingest(tenant_a, tmp_path / "a")
-    _ingest(tenant_b, tmp_path / "b")
+    ingest_billing_history(tenant_a, tmp_path / "a")
+    ingest_billing_history(tenant_b, tmp_path / "b")
     a, b = tenant_a.workspace.group_id, tenant_b.workspace.group_id
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         statuses = set(Claim.objects.values_list("status", flat=True))
@@ -265,7 +247,7 @@ def test_a_paused_group_waits_and_catches_up_while_others_proceed(
     a, b = tenant_a.workspace.group_id, tenant_b.workspace.group_id
     for tenant, root in ((tenant_a, tmp_path / "a"), (tenant_b, tmp_path / "b")):
         root.mkdir()
-        _write(root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-1.\n", T0)
+        write_at(root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-1.\n", T0)
         ingest_now(source_id=markdown_source(tenant, root, tier=1),
                    group_id=tenant.workspace.group_id)  # fmt: skip
     both = principal_system("test", group_ids=[a, b])
@@ -299,8 +281,8 @@ def test_a_live_rebuild_replays_what_a_worker_finished_meanwhile(
     from curation.services.projection import graph_rebuild_live
 
     graph = bootstrap.providers().graph()
-    _ingest(tenant_a, tmp_path / "a")
-    _ingest(tenant_b, tmp_path / "b")
+    ingest_billing_history(tenant_a, tmp_path / "a")
+    ingest_billing_history(tenant_b, tmp_path / "b")
     a, b = tenant_a.workspace.group_id, tenant_b.workspace.group_id
     theirs = graph.dump(b)
     actor = principal_system("test", group_ids=[a])
