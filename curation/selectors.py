@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -246,36 +247,38 @@ def entity_view(*, entity_id: int) -> EntityView | None:
 
 
 @dataclass(frozen=True)
-class RelatedPath:
+class RelatedPath[C]:
     """A neighbour reached through the graph, with the claims on the path, re-read from
-    Postgres under RLS (so the graph can never show what RLS hides)."""
+    Postgres under RLS (so the graph can never show what RLS hides): as models, or as
+    whatever the caller's reader made of the rows."""
 
     key: str  # the graph node: "e:<entity id>" or "v:<claim id>" (a literal value)
     name: str
     kind: str
     hops: int
-    claims: list[Claim]
+    claim_ids: list[int]  # in path order, from the entity outwards
+    claims: list[C]
 
     @property
     def entity_id(self) -> int | None:
         return int(self.key[2:]) if self.key.startswith("e:") else None
 
-    @property
-    def claim_ids(self) -> list[int]:
-        return [claim.pk for claim in self.claims]
-
 
 @dataclass(frozen=True)
-class Neighbourhood:
-    """`entity_related`'s paths, with every claim on them once (for the API)."""
+class Neighbourhood[C]:
+    """`entity_related`'s paths, with every claim on them once, by id (for the API)."""
 
     entity: Entity
-    neighbours: list[RelatedPath]
-    claims: list[Claim]
+    neighbours: list[RelatedPath[C]]
+    claims: list[C]
 
     @classmethod
-    def of(cls, entity: Entity, paths: list[RelatedPath]) -> Neighbourhood:
-        claims = {claim.pk: claim for path in paths for claim in path.claims}
+    def of(cls, entity: Entity, paths: list[RelatedPath[C]]) -> Neighbourhood[C]:
+        claims = {
+            pk: claim
+            for path in paths
+            for pk, claim in zip(path.claim_ids, path.claims, strict=True)
+        }
         return cls(entity, paths, [claims[pk] for pk in sorted(claims)])
 
 
@@ -285,33 +288,43 @@ def entity_visible(*, entity_id: int) -> Entity | None:
     return None if found is None else entity_survivor(found)
 
 
-def entity_related(
-    *, entity: Entity, graph: GraphProjection, principal: Principal, query: RelatedQuery
-) -> list[RelatedPath]:
+def claim_models(claims: QuerySet[Claim]) -> dict[int, Claim]:
+    """The claims as models, with what a page or a serializer shows of them."""
+    return {
+        claim.pk: claim
+        for claim in claims.select_related("subject", "object_entity").prefetch_related(
+            "evidence__episode__source"
+        )
+    }
+
+
+def entity_related[C](
+    *,
+    entity: Entity,
+    graph: GraphProjection,
+    principal: Principal,
+    query: RelatedQuery,
+    read: Callable[[QuerySet[Claim]], Mapping[int, C]],
+) -> list[RelatedPath[C]]:
     """The entity's neighbourhood from the graph, each path's claims checked in Postgres.
 
     The graph is asked only for the principal's groups; then every claim id on a path is
-    read back through RLS and the valid-time filter, and a path with any claim that does
-    not come back (another tenant's, retracted or superseded since the graph was written)
-    is dropped.
+    read back through RLS and the valid-time filter (by `read`, from the queryset of the
+    visible ones), and a path with any claim that does not come back (another tenant's,
+    retracted or superseded since the graph was written) is dropped.
     """
     found = graph.neighbours(
         f"e:{entity.pk}", group_ids=sorted(principal.group_ids), hops=query.hops,
         as_of=query.as_of, predicates=query.predicates or None, limit=query.limit,
     )  # fmt: skip
     ids = {claim_id for path in found for claim_id in path.claim_ids}
-    visible = {
-        claim.pk: claim
-        for claim in claims_valid(as_of=query.as_of)
-        .filter(pk__in=ids)
-        .select_related("subject", "object_entity")
-        .prefetch_related("evidence__episode__source")
-    }
+    visible = read(claims_valid(as_of=query.as_of).filter(pk__in=ids))
     paths = []
     for path in found:
         if all(claim_id in visible for claim_id in path.claim_ids):
-            node, claims = path.node, [visible[claim_id] for claim_id in path.claim_ids]
-            paths.append(RelatedPath(node.key, node.name, node.kind, path.hops, claims))
+            node, ids_ = path.node, list(path.claim_ids)
+            claims = [visible[claim_id] for claim_id in ids_]
+            paths.append(RelatedPath(node.key, node.name, node.kind, path.hops, ids_, claims))
     return paths
 
 
@@ -324,7 +337,7 @@ def _end(claim: Claim, side: str) -> str:
     return f"e:{entity_survivor(claim.object_entity).pk}"
 
 
-def entity_picture(view: EntityView, paths: list[RelatedPath]) -> Picture:
+def entity_picture(view: EntityView, paths: list[RelatedPath[Claim]]) -> Picture:
     """The neighbourhood as a radial picture: the entity in the middle, a ring per hop."""
     centre = f"e:{view.entity.pk}"
     nodes: dict[str, Node] = {

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import builtins
+import datetime as dt
 from typing import Any
 
+from django.db.models import QuerySet
+from django.utils import timezone
 from rest_framework import serializers
 
 from curation.domain.sources import ConnectorKind
@@ -85,6 +88,74 @@ class ClaimSerializer(serializers.ModelSerializer[Claim]):
                 "entity_id": claim.object_entity_id,
             }
         return {"literal": claim.object_literal}
+
+
+_CLAIM_COLUMNS = ("id", "group_id", "predicate", "fact_text", "confidence", "verification",
+                  "tier", "authority", "status", "status_reason", "valid_from", "valid_to",
+                  "recorded_at", "superseded_by_id", "version", "source_id",
+                  "object_entity_id", "object_literal", "subject__canonical_name",
+                  "object_entity__canonical_name")  # fmt: skip
+_EVIDENCE_COLUMNS = ("claim_id", "episode_id", "episode__source__name", "episode__external_id",
+                     "episode__url", "start", "end", "snippet")  # fmt: skip
+
+
+def claims_data(claims: QuerySet[Claim]) -> dict[int, dict[str, Any]]:
+    """What `ClaimSerializer(many=True)` makes of `claims`, by id, read as plain rows in two
+    queries: building and walking a model per claim, evidence, episode and source was most
+    of the time of a 100-claim answer. Values are the database's own (str, int, float),
+    times as DRF writes them (ISO 8601 in the current time zone, UTC as "Z"); a test
+    compares the output with the serializer's, field for field."""
+    zone = timezone.get_current_timezone()
+
+    def instant(value: dt.datetime | None) -> str | None:
+        if value is None:
+            return None
+        text = value.astimezone(zone).isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+    out: dict[int, dict[str, Any]] = {}
+    for row in claims.order_by().values(*_CLAIM_COLUMNS):
+        out[row["id"]] = {
+            "id": row["id"],
+            "group_id": row["group_id"],
+            "subject": row["subject__canonical_name"],
+            "predicate": row["predicate"],
+            "object": (
+                {"entity": row["object_entity__canonical_name"],
+                 "entity_id": row["object_entity_id"]}
+                if row["object_entity_id"] is not None
+                else {"literal": row["object_literal"]}
+            ),
+            "fact_text": row["fact_text"],
+            "confidence": row["confidence"],
+            "verification": row["verification"],
+            "tier": row["tier"],
+            "authority": row["authority"],
+            "status": row["status"],
+            "status_reason": row["status_reason"],
+            "valid_from": instant(row["valid_from"]),
+            "valid_to": instant(row["valid_to"]),
+            "recorded_at": instant(row["recorded_at"]),
+            "superseded_by": row["superseded_by_id"],
+            "version": row["version"],
+            "source": row["source_id"],
+            "evidence": [],
+        }  # fmt: skip
+    for row in (
+        Evidence.objects.filter(claim_id__in=list(out))
+        .order_by("episode_id")
+        .values(*_EVIDENCE_COLUMNS)
+    ):
+        out[row["claim_id"]]["evidence"].append({
+            "episode": row["episode_id"],
+            "source": row["episode__source__name"],
+            "external_id": row["episode__external_id"],
+            "url": row["episode__url"],
+            "start": row["start"],
+            "end": row["end"],
+            "snippet": row["snippet"],
+        })  # fmt: skip
+    return out
 
 
 class EntityRefSerializer(serializers.Serializer[Any]):

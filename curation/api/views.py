@@ -13,11 +13,13 @@ from rest_framework.response import Response
 from curation import bootstrap, selectors
 from curation.api.serializers import (
     ClaimSerializer,
+    EntityRefSerializer,
     EntitySerializer,
     EpisodeSerializer,
     RelatedSerializer,
     SourceCreateSerializer,
     SourceSerializer,
+    claims_data,
 )
 from curation.domain.params import (
     CLAIM_FILTERS,
@@ -159,6 +161,15 @@ class EntityRelatedView(generics.GenericAPIView[Claim]):
             raise exceptions.NotFound("No such entity.")
         paths = selectors.entity_related(
             entity=entity, graph=bootstrap.providers().graph(),
-            principal=principal_of(request), query=query,
+            principal=principal_of(request), query=query, read=claims_data,
         )  # fmt: skip
-        return Response(RelatedSerializer(selectors.Neighbourhood.of(entity, paths)).data)
+        found = selectors.Neighbourhood.of(entity, paths)
+        return Response({  # RelatedSerializer's shape; the claims are serialised already
+            "entity": EntityRefSerializer(entity).data,
+            "neighbours": [
+                {"entity_id": path.entity_id, "name": path.name, "type": path.kind,
+                 "hops": path.hops, "claim_ids": path.claim_ids}
+                for path in found.neighbours
+            ],
+            "claims": found.claims,
+        })  # fmt: skip

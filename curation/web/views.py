@@ -240,7 +240,7 @@ def entity_detail(request: HttpRequest, entity_id: int) -> HttpResponse:
         return HttpResponse(problems, status=400, content_type="text/plain; charset=utf-8")
     paths = selectors.entity_related(
         entity=view.entity, graph=bootstrap.providers().graph(),
-        principal=request_principal(request), query=query,
+        principal=request_principal(request), query=query, read=selectors.claim_models,
     )  # fmt: skip
     context = {
         "view": view,

@@ -158,3 +158,28 @@ def test_search_hits_link_their_entities(world, client: Client) -> None:
     assert _get(client, tenant_a, f"/api/v1/entities/{hit['object_id']}")[1]["name"] == (
         "k8s-prod-2"
     )
+
+
+def test_the_row_reader_answers_what_the_claim_serializer_would(world) -> None:
+    """`related` serialises its claims from plain rows (speed); the output must not drift
+    from `ClaimSerializer`'s, field for field, whatever the claim's state."""
+    from curation.api.serializers import ClaimSerializer, claims_data
+
+    tenant_a, _ = world
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        claims = Claim.objects.all()
+        rows = claims_data(claims)
+        models = ClaimSerializer(
+            claims.select_related("subject", "object_entity").prefetch_related(
+                "evidence__episode__source"
+            ),
+            many=True,
+        ).data
+
+    assert {claim["status"] for claim in models} >= {"published", "superseded"}
+    assert any(claim["superseded_by"] for claim in models)
+    assert len(rows) == len(models) > 0
+    for claim in models:
+        expected = {**claim, "evidence": sorted(claim["evidence"], key=lambda e: e["episode"])}
+        assert rows[claim["id"]] == expected
+        assert list(rows[claim["id"]]) == list(claim)  # the same keys in the same order
