@@ -321,8 +321,10 @@ class OutboxJob(models.Model):
         ]
         indexes = [
             # Each consumer takes its due jobs most urgent first: decisions before bulk.
+            # The id completes the lease's order, so jobs created together (one
+            # available_at) are read in index order, not all sorted to take the first few.
             models.Index(
-                fields=["consumer", "priority", "available_at"],
+                fields=["consumer", "priority", "available_at", "id"],
                 condition=Q(status="pending"),
                 name="outbox_pending_idx",
             )

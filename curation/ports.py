@@ -32,6 +32,10 @@ class GraphProjection(Protocol):
     def upsert_claims(self, edges: Sequence[GraphEdge]) -> None:
         """`upsert_claim` for many claims in a few statements (each claim at most once)."""
 
+    def insert_claims(self, edges: Sequence[GraphEdge]) -> None:
+        """`upsert_claims` into a group just cleared (a rebuild): no edge of these claims
+        can exist elsewhere, so none is looked for (an edge already there is merged)."""
+
     def remove_claim(self, claim_id: int) -> None:
         """Remove the claim's edge if present, and nodes left without edges (idempotent)."""
 

@@ -10,6 +10,12 @@ one sweeps the nodes a removal or a move left without edges (a rebuild would not
 create them). A batch names a claim once, so per-claim order is the caller's.
 Edges are found by their claim id alone, with unlabelled ends: FalkorDB then reads the
 claim-id index directly (a `:Node` label on the ends made it scan every node per row).
+
+A node's identity is its group and key together, written as one indexed property
+`uid` ("<group id>/<key>"): no write of one tenant can land on a node of another, even
+if two ever shared a key, and a lookup is one index probe (FalkorDB took three times as
+long to find a node by `key` and `group_id` as two properties). `ensure_schema` gives
+nodes of an older graph their `uid`.
 """
 
 from __future__ import annotations
@@ -32,10 +38,10 @@ RETURN s_group, s_key, o_group, o_key
 # can ever land on a node of another, even if two ever shared a key.
 UPSERT = """
 UNWIND $edges AS e
-MERGE (s:Node {group_id: e.group_id, key: e.s_key})
-SET s.name = e.s_name, s.kind = e.s_kind
-MERGE (o:Node {group_id: e.group_id, key: e.o_key})
-SET o.name = e.o_name, o.kind = e.o_kind
+MERGE (s:Node {uid: e.group_id + '/' + e.s_key})
+SET s.group_id = e.group_id, s.key = e.s_key, s.name = e.s_name, s.kind = e.s_kind
+MERGE (o:Node {uid: e.group_id + '/' + e.o_key})
+SET o.group_id = e.group_id, o.key = e.o_key, o.name = e.o_name, o.kind = e.o_kind
 MERGE (s)-[r:CLAIM {claim_id: e.claim_id}]->(o)
 SET r.predicate = e.predicate, r.fact = e.fact, r.group_id = e.group_id,
     r.valid_from = e.valid_from, r.valid_to = e.valid_to, r.status = e.status,
@@ -50,7 +56,7 @@ RETURN s_group, s_key, o_group, o_key
 """
 SWEEP = """
 UNWIND $ends AS end
-MATCH (n:Node {group_id: end[0], key: end[1]})
+MATCH (n:Node {uid: end[0] + '/' + end[1]})
 OPTIONAL MATCH (n)-[r:CLAIM]-()
 WITH n, count(r) AS degree
 WHERE degree = 0
@@ -66,8 +72,8 @@ DETACH DELETE n
 # Ordered and cut before the claim-id lists are built, and `other` without its label (every
 # node is a :Node): half the time of projecting every path first, on 1,000-2,000 paths.
 NEIGHBOURS = """
-MATCH (start:Node {{key: $key}})
-WHERE start.group_id IN $groups
+UNWIND $groups AS group_id
+MATCH (start:Node {{uid: group_id + '/' + $key}})
 MATCH p = (start)-[:CLAIM*1..{hops}]-(other)
 WHERE other.group_id IN $groups AND other.key <> $key
   AND all(r IN relationships(p) WHERE r.group_id IN $groups
@@ -92,6 +98,11 @@ RETURN r.claim_id, s.key, o.key, r.predicate, r.fact, r.status, r.tier, r.valid_
        r.valid_to, r.episode_ids, r.group_id
 """
 COUNT = "MATCH ()-[r:CLAIM]->() RETURN count(r)"
+# Nodes written before `uid` existed get theirs (a no-op once every node has one).
+BACKFILL_UID = """
+MATCH (n:Node) WHERE n.uid IS NULL
+SET n.uid = n.group_id + '/' + n.key
+"""
 
 
 def edge_params(edge: GraphEdge) -> dict[str, object]:
@@ -128,9 +139,11 @@ class CypherGraph:
         self._run(statement)
 
     def ensure_schema(self) -> None:
-        """Indexes on node keys, node groups and claim ids (idempotent)."""
+        """Indexes on node identities, node groups and claim ids (idempotent); nodes of an
+        older graph get their `uid`."""
         for statement in self._schema:
             self._create_index(statement)
+        self._run(BACKFILL_UID)
 
     def ping(self) -> None:
         if self._run("RETURN 1") != [[1]]:
@@ -146,6 +159,10 @@ class CypherGraph:
         moved = self._run(MOVED, {"edges": rows})
         self._run(UPSERT, {"edges": rows})
         self._sweep(moved)
+
+    def insert_claims(self, edges: Sequence[GraphEdge]) -> None:
+        if edges:
+            self._run(UPSERT, {"edges": [edge_params(edge) for edge in edges]})
 
     def remove_claim(self, claim_id: int) -> None:
         self.remove_claims([claim_id])

@@ -15,7 +15,7 @@ class FalkorDBGraphProjection(CypherGraph):
 
     backend = "falkordb"
     _schema = (
-        "CREATE INDEX FOR (n:Node) ON (n.key)",
+        "CREATE INDEX FOR (n:Node) ON (n.uid)",
         "CREATE INDEX FOR (n:Node) ON (n.group_id)",
         "CREATE INDEX FOR ()-[r:CLAIM]-() ON (r.claim_id)",
     )

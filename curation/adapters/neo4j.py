@@ -14,7 +14,7 @@ class Neo4jGraphProjection(CypherGraph):
 
     backend = "neo4j"
     _schema = (
-        "CREATE INDEX vera_node_key IF NOT EXISTS FOR (n:Node) ON (n.key)",
+        "CREATE CONSTRAINT vera_node_uid IF NOT EXISTS FOR (n:Node) REQUIRE n.uid IS UNIQUE",
         "CREATE INDEX vera_node_group IF NOT EXISTS FOR (n:Node) ON (n.group_id)",
         "CREATE INDEX vera_claim_id IF NOT EXISTS FOR ()-[r:CLAIM]-() ON (r.claim_id)",
     )

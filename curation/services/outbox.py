@@ -39,8 +39,9 @@ BACKOFF_BASE_S = 5.0
 BACKOFF_CAP_S = 3600.0
 # How long a leased batch is hidden from other workers: longer than any batch takes.
 LEASE = dt.timedelta(minutes=10)
-# Jobs a batch handler takes in one transaction: few enough that the locks it holds
-# (the index's per-group statistics) are released in well under a second.
+# Jobs a batch handler takes in one transaction (the default of `outbox_process`'s
+# `group`): few enough that the locks it holds (the index's per-group statistics) are
+# released in well under a second.
 BATCH_WRITE = 50
 
 _notifier: Notifier | None = None
@@ -190,6 +191,7 @@ def outbox_process(
     batch: BatchHandler | None = None,
     principal: Principal | None = None,
     lease: dt.timedelta = LEASE,
+    group: int = BATCH_WRITE,
 ) -> Counter[str]:
     """Run up to `limit` of the consumer's due jobs, most urgent first (priority, then age).
 
@@ -197,7 +199,7 @@ def outbox_process(
     `available_at` moved LEASE ahead), so several workers (a bulk lane and an
     interactive one) share the queue without running a job twice, and a worker that
     dies only delays its batch by the lease. Each job then commits on its own, or with
-    `batch` each group of at most BATCH_WRITE jobs (that have a handler) commits as
+    `batch` each group of at most `group` jobs (that have a handler) commits as
     one: either way a bulk batch never holds the index's locks for long, so an urgent
     job is not kept waiting behind it. A group whose batch handler fails is rolled
     back and run again job by job, so only the job at fault is retried or buried, with
@@ -218,9 +220,9 @@ def outbox_process(
     outcomes: Counter[str] = Counter()
     if batch is not None:
         handled = [job for job in jobs if job.kind in handlers]
-        for group in itertools.batched(handled, BATCH_WRITE):
-            if _run_batch(list(group), batch, principal):
-                outcomes["done"] += len(group)
+        for each in itertools.batched(handled, group):
+            if _run_batch(list(each), batch, principal):
+                outcomes["done"] += len(each)
     for job in jobs:
         if job.status == OutboxJob.Status.PENDING:  # not done by a batch
             with _context(principal):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,7 +18,7 @@ from django.utils import timezone
 from curation.domain.graph import GraphEdge, GraphNode, epoch_ms
 from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
-from curation.models import Claim, Evidence, OutboxJob
+from curation.models import Claim, Entity, Evidence, OutboxJob
 from curation.ports import GraphProjection
 from curation.services.entities import canonical
 from curation.services.outbox import outbox_paused
@@ -27,57 +28,84 @@ from tenants.domain.access import Principal
 PROJECTED = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
 
 
-def graph_edge(claim: Claim, episode_ids: Sequence[int] | None = None) -> GraphEdge:
-    """A claim as a graph edge between its entity nodes (after merges).
+_COLUMNS = ("id", "group_id", "status", "predicate", "fact_text", "valid_from", "valid_to",
+            "tier", "object_literal", "subject_id", "subject__canonical_name",
+            "subject__entity_type", "subject__merged_into_id", "object_entity_id",
+            "object_entity__canonical_name", "object_entity__entity_type",
+            "object_entity__merged_into_id")  # fmt: skip
 
-    `episode_ids` are the claim's evidence episodes when the caller read them in bulk.
+
+def _node(row: dict[str, Any], side: str, survivors: dict[int, Entity]) -> GraphNode:
+    """A claim's end as a node: its entity's survivor after merges, or the literal value."""
+    if side == "object_entity" and row["object_entity_id"] is None:
+        return GraphNode(f"v:{row['id']}", (row["object_literal"] or "")[:500], "value")
+    if row[f"{side}__merged_into_id"] is not None:
+        survivor = survivors[row[f"{side}_id"]]
+        return GraphNode(f"e:{survivor.pk}", survivor.canonical_name, survivor.entity_type)
+    return GraphNode(
+        f"e:{row[f'{side}_id']}", row[f"{side}__canonical_name"], row[f"{side}__entity_type"]
+    )
+
+
+def graph_edges(claim_ids: Sequence[int]) -> dict[int, tuple[str, GraphEdge]]:
+    """The claims as graph edges between their entity nodes (after merges), with each
+    claim's status, read as rows (a rebuild reads 100,000 of them).
 
     Merges only point an entity at its survivor, so the edge follows the pointers: a
     merge re-projects the claims it touches and their edges meet at the survivor.
     """
-    if episode_ids is None:
-        episodes: Sequence[int] = list(claim.evidence.values_list("episode_id", flat=True))
-    else:
-        episodes = episode_ids
-    about = canonical(claim.subject)
-    subject = GraphNode(f"e:{about.pk}", about.canonical_name, about.entity_type)
-    if claim.object_entity is not None:
-        target = canonical(claim.object_entity)
-        obj = GraphNode(f"e:{target.pk}", target.canonical_name, target.entity_type)
-    else:
-        obj = GraphNode(f"v:{claim.pk}", (claim.object_literal or "")[:500], "value")
-    return GraphEdge(
-        claim_id=claim.pk,
-        group_id=claim.group_id,
-        subject=subject,
-        object=obj,
-        predicate=claim.predicate,
-        fact=claim.fact_text[:2000],
-        valid_from=epoch_ms(claim.valid_from),
-        valid_to=epoch_ms(claim.valid_to) if claim.valid_to is not None else None,
-        status=claim.status,
-        tier=claim.tier,
-        episode_ids=tuple(sorted(set(episodes))),
-    )
-
-
-def _claims(ids: Sequence[int]) -> dict[int, Claim]:
-    rows = Claim.objects.select_related("subject", "object_entity").filter(pk__in=ids)
-    return {claim.pk: claim for claim in rows}
-
-
-def project_claims(claim_ids: Sequence[int], *, graph: GraphProjection) -> None:
-    """Project these claims as the record says now: upserted edges, or none."""
-    ids = sorted(set(claim_ids))
-    claims = _claims(ids)
-    keep = [claims[i] for i in ids if i in claims and claims[i].status in PROJECTED]
-    graph.remove_claims([i for i in ids if i not in {claim.pk for claim in keep}])
-    episodes: dict[int, list[int]] = {claim.pk: [] for claim in keep}
-    for claim_id, episode_id in Evidence.objects.filter(claim_id__in=list(episodes)).values_list(
+    rows = list(Claim.objects.filter(pk__in=list(claim_ids)).order_by().values(*_COLUMNS))
+    merged = {
+        row[f"{side}_id"]
+        for row in rows
+        for side in ("subject", "object_entity")
+        if row[f"{side}__merged_into_id"] is not None
+    }
+    survivors = {entity.pk: canonical(entity) for entity in Entity.objects.filter(pk__in=merged)}
+    episodes: dict[int, list[int]] = {row["id"]: [] for row in rows}
+    evidence = Evidence.objects.filter(claim_id__in=list(episodes)).values_list(
         "claim_id", "episode_id"
-    ):
+    )
+    for claim_id, episode_id in evidence:
         episodes[claim_id].append(episode_id)
-    graph.upsert_claims([graph_edge(claim, episodes[claim.pk]) for claim in keep])
+    return {
+        row["id"]: (
+            row["status"],
+            GraphEdge(
+                claim_id=row["id"],
+                group_id=row["group_id"],
+                subject=_node(row, "subject", survivors),
+                object=_node(row, "object_entity", survivors),
+                predicate=row["predicate"],
+                fact=row["fact_text"][:2000],
+                valid_from=epoch_ms(row["valid_from"]),
+                valid_to=epoch_ms(row["valid_to"]) if row["valid_to"] is not None else None,
+                status=row["status"],
+                tier=row["tier"],
+                episode_ids=tuple(sorted(set(episodes[row["id"]]))),
+            ),
+        )
+        for row in rows
+    }
+
+
+def project_claims(
+    claim_ids: Sequence[int], *, graph: GraphProjection, fresh: bool = False
+) -> None:
+    """Project these claims as the record says now: upserted edges, or none.
+
+    `fresh`: their group's graph was just cleared (a rebuild), so no edge of theirs
+    exists to move or remove.
+    """
+    ids = sorted(set(claim_ids))
+    edges = graph_edges(ids)
+    keep = [edges[i][1] for i in ids if i in edges and edges[i][0] in PROJECTED]
+    if fresh:
+        graph.insert_claims(keep)
+        return
+    kept = {edge.claim_id for edge in keep}
+    graph.remove_claims([i for i in ids if i not in kept])
+    graph.upsert_claims(keep)
 
 
 def project_claim(job: OutboxJob, *, graph: GraphProjection) -> None:
@@ -112,7 +140,7 @@ def graph_rebuild(
     ids = list(claims.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(ids), batch):
         chunk = ids[start : start + batch]
-        project_claims(chunk, graph=graph)
+        project_claims(chunk, graph=graph, fresh=True)
         if on_progress is not None:
             on_progress(start + len(chunk), len(ids))
     return len(ids)

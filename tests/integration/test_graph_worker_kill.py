@@ -30,7 +30,12 @@ from tests.support.workers import celery_worker
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 DOCS = 150
-WORKER_ENV = {"VERA_OUTBOX__LEASE_S": "3", "VERA_WORKER_WARM_EMBEDDER": "false"}
+# Small write groups, so that many commits happen while the test watches for one.
+WORKER_ENV = {
+    "VERA_OUTBOX__LEASE_S": "3",
+    "VERA_OUTBOX__GRAPH_BATCH": "20",
+    "VERA_WORKER_WARM_EMBEDDER": "false",
+}
 
 
 def _counts(group_id: str) -> dict[str, int]:

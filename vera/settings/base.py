@@ -246,6 +246,8 @@ CELERY_BEAT_SCHEDULE["curation-project-index"] = {
 # How long a worker's leased outbox batch is hidden from the others: longer than any
 # batch takes; a worker killed mid-batch delays its jobs by this much.
 VERA_OUTBOX__LEASE_S = env_int("VERA_OUTBOX__LEASE_S", default=600)
+# Graph jobs projected per transaction (one UNWIND per statement), up to a lease's 200.
+VERA_OUTBOX__GRAPH_BATCH = env_int("VERA_OUTBOX__GRAPH_BATCH", default=200)
 # A workspace switched to another embedding model is re-embedded a bounded batch a tick.
 CELERY_BEAT_SCHEDULE["retrieval-index-catch-up"] = {
     "task": "retrieval.index_catch_up",
