@@ -2,7 +2,8 @@
 
     env -u DATABASE_URL -u DATABASE_OWNER_URL -u REDIS_URL \\
         .venv/bin/python -m bench.embedders [--embedders minilm,e5] [--datasets scifact,xquad]
-                                            [--reuse] [--queries N] [--speed-texts 40]
+                                            [--companions minilm+e5] [--reuse] [--queries N]
+                                            [--speed-texts 40]
 
 For each embedder and dataset a workspace of the bench database (`vera_bench_embedders`)
 holds the corpus, ingested through the real pipeline (Markdown connector, episodes,
@@ -17,6 +18,14 @@ the documents they cite:
 
 "fused" is what search ranks by (weighted RRF with the configured base weights and
 the weak-list rule of `retrieval.domain.fusion`); "rrf" is plain RRF of both lists.
+
+`--companions A+B`: the workspace of A is also searched with B as its companion model
+(`embedding_companion`, then `index_catch_up` gives every document B's vector, as the
+beat task does), and its queries run through the offered models' catalog, so stage 1
+has three lists (full text, A's vectors, B's). B's vectors of the same texts are first
+copied into the embedding cache from B's own workspace when it exists (B is
+deterministic, and re-embedding SciFact with e5 takes well over an hour here); the
+catch-up then reads them through the real cache. Column "A+B".
 Speed: the p50 of embedding one uncached query, and passage throughput on SciFact
 abstracts (the adapter alone, no cache). Asserts nothing about time.
 """
@@ -28,11 +37,13 @@ import csv
 import json
 import os
 import statistics
+import struct
 import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from bench.common import ROOT, setup_django
 from bench.search import documents, ndcg_at_10
@@ -107,10 +118,53 @@ def _qrels(path: Path) -> dict[str, set[str]]:
     return out
 
 
+def _companion(dataset: str, primary: str, companion: str) -> str:
+    """The workspace of `dataset` on `primary`, searched with `companion` too (set up here)."""
+    from django.db.models import F
+
+    from retrieval.models import SearchDocument
+    from retrieval.services.embedding import embedding_companion
+    from retrieval.services.index import index_catch_up
+    from tenants import rls
+    from tenants.models import Scope
+    from tenants.selectors import principal_system
+    from vera import wiring
+
+    group_id, _ = _ingest(dataset, primary)
+    catalog = wiring.embedder_catalog()
+    cached: Any = catalog.passage(companion)  # the CachedEmbedder: its keys and its Redis
+    donor = Scope.objects.filter(name=_workspace_name(dataset, companion)).first()
+    if donor is not None:  # prime the cache with the companion's vectors of the same texts
+        with rls.tenant_context(principal_system("bench", group_ids=[donor.group_id])):
+            rows = SearchDocument.objects.filter(embedding_model=cached.model).values_list(
+                "text", F("embedding")
+            )
+            codec = struct.Struct(f"<{cached.dimension}f")
+            with cached._redis.pipeline(transaction=False) as pipe:
+                for text, vector in rows:
+                    pipe.set(cached.key(text), codec.pack(*vector), ex=7 * 24 * 3600)
+                pipe.execute()
+    principal = principal_system("bench", group_ids=[group_id])
+    started = time.perf_counter()
+    with rls.tenant_context(principal):
+        embedding_companion(
+            actor=principal, group_id=group_id, provider=companion, catalog=catalog,
+            reason="bench.embedders",
+        )  # fmt: skip
+        while index_catch_up(group_id=group_id, catalog=catalog):
+            pass
+    print(
+        f"{dataset}/{primary}+{companion}: second vectors in {time.perf_counter() - started:.0f} s"
+    )
+    return group_id
+
+
 def _evaluate(
-    group_id: str, folder: str, queries_file: str, qrels_file: str, limit: int
-) -> dict[str, float]:
-    """nDCG@10 per list and fused, over the dataset's judged queries, as search ranks."""
+    group_id: str, folder: str, queries_file: str, qrels_file: str, limit: int,
+    embedder: object = None,
+) -> dict[str, float]:  # fmt: skip
+    """nDCG@10 per list and fused, over the dataset's judged queries, as search ranks
+    (with `embedder`, e.g. the catalog of offered models; else the configured one)."""
     from curation.models import Evidence
     from retrieval.domain import ranking
     from retrieval.domain.query import Query
@@ -122,7 +176,7 @@ def _evaluate(
     qrels = _qrels(EVAL / folder / qrels_file)
     rows = [json.loads(line) for line in (EVAL / folder / queries_file).open(encoding="utf-8")]
     queries = [q for q in rows if q["_id"] in qrels][:limit]
-    embedder = wiring.query_embedder()
+    embedder = embedder or wiring.query_embedder()
     scores: dict[str, list[float]] = defaultdict(list)
     weakened = 0
     with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
@@ -182,12 +236,40 @@ def _speed(provider: str, texts: int) -> tuple[float, float]:
     return statistics.median(latencies), len(abstracts) / (time.perf_counter() - started)
 
 
+def _companion_rows(
+    pair: str, datasets: list[str], limit: int, table: dict[str, dict[str, str]]
+) -> None:
+    """The quality rows of workspaces on A searched with B as companion (column "A+B")."""
+    from django.test import override_settings
+
+    primary, companion = pair.split("+")
+    for dataset in datasets:
+        with override_settings(VERA_EMBEDDER__PROVIDER=primary, VERA_EMBEDDER__CHOICES=[companion]):
+            from vera import wiring
+
+            group_id = _companion(dataset, primary, companion)
+            folder, _, query_sets = DATASETS[dataset]
+            for label, queries_file, qrels_file, lists in query_sets:
+                got = _evaluate(
+                    group_id, folder, queries_file, qrels_file, limit,
+                    embedder=wiring.embedder_catalog(),
+                )  # fmt: skip
+                for name in (*lists, "rrf", "fused"):
+                    if name in got:
+                        table[f"{label} {name}"][pair] = f"{got[name]:.4f}"
+                table[f"{label} weakened/queries"][pair] = (
+                    f"{got['weakened']:.0f}/{got['queries']:.0f}"
+                )
+                print(f"  {label} ({pair}): {got}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--embedders", default="minilm,e5")
     parser.add_argument("--datasets", default="scifact,xquad")
     parser.add_argument("--queries", type=int, default=10_000, help="at most this many per set")
     parser.add_argument("--speed-texts", type=int, default=40, help="abstracts for docs/s")
+    parser.add_argument("--companions", default="minilm+e5", help="A+B pairs, comma-separated")
     parser.add_argument("--reuse", action="store_true", help="keep an earlier run's workspaces")
     args = parser.parse_args()
     os.environ.setdefault("VERA_BENCH_DB", "vera_bench_embedders")
@@ -216,6 +298,9 @@ def main() -> int:
         p50, rate = _speed(embedder, args.speed_texts)
         table["query embedding p50 (ms)"][embedder] = f"{p50:.1f}"
         table["passages/s (abstracts)"][embedder] = f"{rate:.2f}"
+    for pair in [name.strip() for name in args.companions.split(",") if name.strip()]:
+        _companion_rows(pair, datasets, args.queries, table)
+        embedders.append(pair)
     print()
     print(f"{'nDCG@10 / speed':<34}" + "".join(f"{name:>12}" for name in embedders))
     for row, values in table.items():

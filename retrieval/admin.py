@@ -29,7 +29,13 @@ from retrieval.models import (
     WeightActivation,
     WeightSet,
 )
-from retrieval.services.embedding import SwitchRefused, catch_up_progress, embedding_switch
+from retrieval.services.embedding import (
+    SwitchRefused,
+    catch_up_progress,
+    companion_missing,
+    embedding_companion,
+    embedding_switch,
+)
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
 from tenants.admin import WrittenByServices
 from tenants.domain.access import ANONYMOUS, Principal
@@ -87,6 +93,26 @@ class EmbeddingSwitchForm(forms.Form):
         provider.choices = [(name, name) for name in choices]
 
 
+class EmbeddingCompanionForm(forms.Form):
+    """Search one workspace with a second offered model too, or no more."""
+
+    workspace = forms.ChoiceField()
+    companion = forms.ChoiceField(label="second model")
+    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
+    confirm = forms.BooleanField(
+        label="I understand: every document of the workspace is embedded a second time "
+        "(or, for none, its second vectors are deleted)."
+    )
+
+    def __init__(self, *args: Any, workspaces: list[Scope], choices: tuple[str, ...],
+                 **kwargs: Any) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        workspace = cast(forms.ChoiceField, self.fields["workspace"])
+        workspace.choices = [(scope.group_id, str(scope)) for scope in workspaces]
+        companion = cast(forms.ChoiceField, self.fields["companion"])
+        companion.choices = [("none", "none"), *((name, name) for name in choices)]
+
+
 @admin.register(GroupEmbedding)
 class GroupEmbeddingAdmin(ReadOnlyAdmin):
     """Each workspace's embedding model, and how far the re-embedding after a switch got.
@@ -95,8 +121,8 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
     (VERA_EMBEDDER__CHOICES); the worker re-embeds the documents in the background.
     """
 
-    list_display = ["group_id", "provider", "model", "dimension", "progress", "switched_at",
-                    "created_at"]  # fmt: skip
+    list_display = ["group_id", "provider", "model", "dimension", "progress", "second_model",
+                    "switched_at", "created_at"]  # fmt: skip
     change_list_template = "admin/retrieval/groupembedding_change_list.html"
 
     def has_view_permission(self, request: HttpRequest, obj: GroupEmbedding | None = None) -> bool:
@@ -114,13 +140,66 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         left, total = catch_up_progress(obj.group_id)
         return f"{total - left} of {total}" + (" (re-embedding)" if left else "")
 
+    @admin.display(description="second model")
+    def second_model(self, obj: GroupEmbedding) -> str:
+        if not obj.companion:
+            return "-"
+        catalog = bootstrap.providers().embedders()
+        if obj.companion not in catalog.choices():
+            return f"{obj.companion} (not offered: unused)"
+        total = SearchDocument.objects.filter(group_id=obj.group_id).count()
+        missing = companion_missing(obj.group_id, catalog.passage(obj.companion).model).count()
+        return f"{obj.companion}: {total - missing} of {total}" + (
+            " (embedding)" if missing else ""
+        )
+
     def get_urls(self) -> list[URLPattern]:
         switch = path(
             "switch/",
             self.admin_site.admin_view(self.switch_view),
             name="retrieval_groupembedding_switch",
         )
-        return [switch, *super().get_urls()]
+        companion = path(
+            "companion/",
+            self.admin_site.admin_view(self.companion_view),
+            name="retrieval_groupembedding_companion",
+        )
+        return [switch, companion, *super().get_urls()]
+
+    def _workspaces(self, request: HttpRequest) -> list[Scope]:
+        actor = request_principal(request)
+        return list(
+            Scope.objects.filter(
+                group_id__in=actor.groups_at_least(Role.ADMIN), kind=ScopeKind.WORKSPACE
+            ).order_by("name")
+        )
+
+    def companion_view(self, request: HttpRequest) -> HttpResponse:
+        catalog = bootstrap.providers().embedders()
+        form = EmbeddingCompanionForm(
+            request.POST or None, workspaces=self._workspaces(request), choices=catalog.choices()
+        )
+        if request.method == "POST" and form.is_valid():
+            chosen = form.cleaned_data["companion"]
+            try:
+                outcome = embedding_companion(
+                    actor=request_principal(request), group_id=form.cleaned_data["workspace"],
+                    provider=None if chosen == "none" else chosen, catalog=catalog,
+                    reason=form.cleaned_data["reason"],
+                )  # fmt: skip
+            except (SwitchRefused, PermissionDenied) as refused:
+                form.add_error(None, str(refused))
+            else:
+                self.message_user(request, outcome.message, messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:retrieval_groupembedding_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Search a workspace with a second embedding model",
+            "form": form,
+            "offered": catalog.choices(),
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/retrieval/embedding_companion.html", context)
 
     def switch_view(self, request: HttpRequest) -> HttpResponse:
         actor = request_principal(request)

@@ -37,6 +37,9 @@ class GroupEmbedding(models.Model):
     dimension = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
     switched_at = models.DateTimeField(null=True, blank=True)
+    # A second offered model the group is also searched with (its documents get a
+    # `CompanionVector` each, its queries a vector list of their own); empty: none.
+    companion = models.CharField(max_length=20, blank=True, default="")
 
     def __str__(self) -> str:
         return f"{self.group_id}: {self.model} ({self.dimension})"
@@ -99,6 +102,33 @@ class SearchDocument(models.Model):
 
     def __str__(self) -> str:
         return f"claim {self.claim_id}"
+
+
+class CompanionVector(models.Model):
+    """A second vector of an index document, by its group's companion model.
+
+    A workspace searched with two models (say MiniLM and multilingual e5) fuses three
+    stage-1 lists: full text, the pinned model's vectors (`SearchDocument.embedding`)
+    and the companion's (these rows). The row goes with its document.
+    """
+
+    group_id = models.CharField(max_length=40)
+    document = models.ForeignKey(
+        SearchDocument, on_delete=models.CASCADE, related_name="companion_vectors"
+    )
+    model = models.CharField(max_length=100)
+    dimension = models.PositiveIntegerField()
+    embedding = VectorField()
+    indexed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["document", "model"], name="companion_once_per_model")
+        ]
+        indexes = [models.Index(fields=["group_id", "model"], name="companion_group_model")]
+
+    def __str__(self) -> str:
+        return f"document {self.document_id} by {self.model}"
 
 
 # The inverted index's statistics are kept by statement-level triggers on its rows, so

@@ -155,10 +155,11 @@ def evaluate_workspaces() -> dict[str, str]:
 @task(name="retrieval.index_catch_up", acks_late=True)
 def index_catch_up_workspaces() -> dict[str, str]:
     """Every minute: re-embed, a bounded batch at a time, the documents of workspaces
-    whose embedding model was switched (see `retrieval.services.embedding`)."""
+    whose embedding model was switched, and embed with a workspace's companion model the
+    documents without its vector (see `retrieval.services.embedding`)."""
     catalog = bootstrap.providers().embedders()
     with rls.tenant_context(principal_system("index-catch-up")):
-        groups = groups_to_catch_up()
+        groups = groups_to_catch_up(catalog)
     outcomes: dict[str, str] = {}
     for group_id in groups:
         try:

@@ -14,10 +14,16 @@ from curation.models import Claim, OutboxJob
 from curation.ports import Embedder
 from curation.services.entities import canonical
 from retrieval.domain import lexical
-from retrieval.models import GroupEmbedding, SearchDocument
+from retrieval.models import CompanionVector, GroupEmbedding, SearchDocument
 from retrieval.ports import EmbedderCatalog
 from retrieval.services.calibration import try_lock
-from retrieval.services.embedding import group_provider, pin_provider, stale_documents
+from retrieval.services.embedding import (
+    companion_missing,
+    group_companion,
+    group_provider,
+    pin_provider,
+    stale_documents,
+)
 
 # What the index keeps: what is valid now, and what was valid before (for as_of): a
 # superseded or retracted fact is hidden now but found as of a time it was valid.
@@ -124,6 +130,7 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
     if not keep:
         return 0
     documents = []
+    companions: list[tuple[Embedder, list[int], list[list[float]]]] = []
     for group_id in sorted({c.group_id for c in keep}):
         group_embedder, provider = _for_group(embedder, group_id)
         group_embedding_pin(group_id=group_id, embedder=group_embedder, provider=provider)
@@ -134,12 +141,18 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
             _document(claim, text, vector, group_embedder)
             for claim, text, vector in zip(claims_of_group, texts, vectors, strict=True)
         ]
+        companion = _companion(embedder, group_id)
+        if companion is not None:
+            ids = [claim.pk for claim in claims_of_group]
+            companions.append((companion, ids, companion.embed(texts)))
     SearchDocument.objects.bulk_create(
         documents,
         update_conflicts=True,
         unique_fields=["claim"],
         update_fields=_DOCUMENT_FIELDS,
     )
+    for companion, ids, vectors in companions:
+        _companion_write(companion, ids, vectors)
     with connection.cursor() as cursor:
         cursor.execute(
             _POSTINGS_INSERT,
@@ -151,6 +164,38 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
             },
         )
     return len(keep)
+
+
+def _companion(embedders: Embedders, group_id: str) -> Embedder | None:
+    """The group's companion embedder (a catalog's groups only: it names the provider)."""
+    if isinstance(embedders, EmbedderCatalog):
+        return group_companion(group_id, embedders)
+    return None
+
+
+def _companion_write(embedder: Embedder, claim_ids: list[int], vectors: list[list[float]]) -> None:
+    """Upsert the companion vectors of these claims' documents (written just before)."""
+    documents = {
+        claim_id: (document_id, group_id)
+        for claim_id, document_id, group_id in SearchDocument.objects.filter(
+            claim_id__in=claim_ids
+        ).values_list("claim_id", "id", "group_id")
+    }
+    CompanionVector.objects.bulk_create(
+        [
+            CompanionVector(
+                group_id=documents[claim_id][1],
+                document_id=documents[claim_id][0],
+                model=embedder.model,
+                dimension=embedder.dimension,
+                embedding=vector,
+            )
+            for claim_id, vector in zip(claim_ids, vectors, strict=True)
+        ],
+        update_conflicts=True,
+        unique_fields=["document", "model"],
+        update_fields=["group_id", "dimension", "embedding", "indexed_at"],
+    )
 
 
 _DOCUMENT_FIELDS = [
@@ -203,6 +248,9 @@ def index_prepare(jobs: list[OutboxJob], *, embedder: Embedders) -> None:
     for group_id in sorted({claim.group_id for claim in claims}):
         texts = [document_text(claim) for claim in claims if claim.group_id == group_id]
         _for_group(embedder, group_id)[0].embed(texts)
+        companion = _companion(embedder, group_id)
+        if companion is not None:
+            companion.embed(texts)
 
 
 def index_job(job: OutboxJob, *, embedder: Embedders) -> None:
@@ -247,7 +295,8 @@ def index_rebuild(
 def index_catch_up(
     *, group_id: str, catalog: EmbedderCatalog, limit: int = 4 * CATCH_UP_BATCH
 ) -> int:
-    """Re-embed up to `limit` of the group's documents still on a previous model.
+    """Re-embed up to `limit` of the group's documents still on a previous model, then
+    give those without one a vector by the group's companion model (if it has one).
 
     Each batch commits on its own, so the work resumes where it stopped after a crash
     or a redeploy, and a document the outbox re-indexed meanwhile is simply not stale
@@ -271,13 +320,38 @@ def index_catch_up(
             # A claim no longer indexable (retracted meanwhile) loses its document here.
             index_claims(claim_ids=ids, embedder=catalog)
         done += len(ids)
+    companion = group_companion(group_id, catalog) if pin.companion else None
+    while companion is not None and done < limit:
+        with transaction.atomic():
+            if not try_lock("index-catch-up", group_id):
+                break
+            missing = companion_missing(group_id, companion.model).order_by("claim_id")
+            rows = list(missing.values_list("claim_id", flat=True)[:CATCH_UP_BATCH])
+            if not rows:
+                break
+            claims = (
+                Claim.objects.filter(pk__in=rows)
+                .select_related("subject")
+                .prefetch_related("evidence")
+                .order_by("pk")
+            )
+            ids = [claim.pk for claim in claims]
+            vectors = companion.embed([document_text(claim) for claim in claims])
+            _companion_write(companion, ids, vectors)
+        done += len(rows)
     return done
 
 
-def groups_to_catch_up() -> list[str]:
-    """Groups (visible to the tenant context) with documents on another model than their pin."""
+def groups_to_catch_up(catalog: EmbedderCatalog | None = None) -> list[str]:
+    """Groups (visible to the tenant context) with documents on another model than their
+    pin, or (given the catalog) without their companion model's vector."""
     return [
         pin.group_id
         for pin in GroupEmbedding.objects.order_by("group_id")
         if stale_documents(pin.group_id, pin.model).exists()
+        or (
+            catalog is not None
+            and pin.companion in catalog.choices()
+            and companion_missing(pin.group_id, catalog.passage(pin.companion).model).exists()
+        )
     ]

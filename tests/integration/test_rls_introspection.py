@@ -23,6 +23,7 @@ from pathlib import Path
 import pgtrigger
 import pytest
 from django.db import DatabaseError, connection, transaction
+from django.test import override_settings
 from django.utils import timezone
 
 from curation.domain.outbox import Consumer
@@ -32,7 +33,9 @@ from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.services.calibration import calibration_run
+from retrieval.services.embedding import embedding_companion
 from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
+from retrieval.services.index import index_catch_up
 from retrieval.services.search import Query, feedback_record, search
 from retrieval.services.weights import weight_set_activate
 from tenants import rls
@@ -137,6 +140,13 @@ def _fill(tenant: Tenant, root: Path) -> None:
         )  # fmt: skip
         # What `outbox_paused` holds while a graph rebuild of the group runs.
         OutboxPause.objects.create(group_id=group_id, consumer=Consumer.GRAPH, reason="rebuild")
+        # A second model the workspace is searched with: a companion vector per document.
+        with override_settings(VERA_EMBEDDER__CHOICES=["e5"]):
+            catalog = providers.embedders()
+            embedding_companion(
+                actor=principal, group_id=group_id, provider="e5", catalog=catalog, reason="t"
+            )
+            assert index_catch_up(group_id=group_id, catalog=catalog) > 0
 
 
 def _tenant_tables() -> tuple[str, ...]:

@@ -9,7 +9,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from retrieval import bootstrap
 from retrieval.models import GroupEmbedding
-from retrieval.services.embedding import SwitchRefused, catch_up_progress, embedding_switch
+from retrieval.services.embedding import (
+    SwitchRefused,
+    catch_up_progress,
+    companion_missing,
+    embedding_companion,
+    embedding_switch,
+)
 from retrieval.services.index import index_catch_up
 from tenants import rls
 from tenants.management.tenant_command import checked_groups
@@ -20,12 +26,16 @@ class Command(BaseCommand):
     help = (
         "Without --provider: list the offered models and each workspace's, with re-embedding "
         "progress. With --group G --provider P --reason R: switch the workspace (audited); "
-        "its documents are re-embedded by the worker, or here with --now."
+        "its documents are re-embedded by the worker, or here with --now. With --companion "
+        "P (or none): search the workspace with a second offered model too (or no more)."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--group", action="append", help="group id (repeatable)")
         parser.add_argument("--provider", help="one of the offered models (VERA_EMBEDDER__*)")
+        parser.add_argument(
+            "--companion", help="a second offered model to search with too, or 'none'"
+        )
         parser.add_argument("--reason", default="", help="why (kept in the audit log)")
         parser.add_argument(
             "--now", action="store_true", help="re-embed here instead of leaving it to the worker"
@@ -36,6 +46,10 @@ class Command(BaseCommand):
         groups = options["group"]
         if groups:
             checked_groups(groups)
+        if options["provider"] and options["companion"]:
+            raise CommandError("switch the model or set the companion, one at a time")
+        if options["companion"]:
+            self._companion(catalog, groups, options)
         if options["provider"]:
             if not groups:
                 raise CommandError("name the workspace(s) to switch with --group")
@@ -53,11 +67,41 @@ class Command(BaseCommand):
                     while options["now"] and index_catch_up(group_id=group_id, catalog=catalog):
                         left, total = catch_up_progress(group_id)
                         self.stdout.write(f"{group_id}: {total - left} of {total} on the model")
+        self._list(catalog, groups)
+
+    def _list(self, catalog: Any, groups: list[str] | None) -> None:
+        """The offered models, then each workspace's, with its documents' progress."""
         self.stdout.write(f"offered: {', '.join(catalog.choices())} (default {catalog.default})")
         with rls.tenant_context(principal_system("embedding_switch", group_ids=groups)):
             for pin in GroupEmbedding.objects.order_by("group_id"):
                 left, total = catch_up_progress(pin.group_id)
-                self.stdout.write(
+                line = (
                     f"{pin.group_id}: {pin.provider or '?'} {pin.model} ({pin.dimension}), "
                     f"{total - left} of {total} documents on it"
                 )
+                if pin.companion in catalog.choices():
+                    model = catalog.passage(pin.companion).model
+                    missing = companion_missing(pin.group_id, model).count()
+                    line += f"; companion {pin.companion}: {total - missing} of {total}"
+                elif pin.companion:
+                    line += f"; companion {pin.companion} (not offered)"
+                self.stdout.write(line)
+
+    def _companion(self, catalog: Any, groups: list[str] | None, options: dict[str, Any]) -> None:
+        """Set (or, with "none", remove) the companion model of the named workspaces."""
+        if not groups:
+            raise CommandError("name the workspace(s) with --group")
+        companion = None if options["companion"] == "none" else options["companion"]
+        for group_id in groups:
+            actor = principal_system("embedding_switch", group_ids=[group_id])
+            with rls.tenant_context(actor):
+                try:
+                    outcome = embedding_companion(
+                        actor=actor, group_id=group_id, provider=companion,
+                        catalog=catalog, reason=options["reason"],
+                    )  # fmt: skip
+                except SwitchRefused as refused:
+                    raise CommandError(f"{group_id}: {refused}") from None
+                self.stdout.write(outcome.message)
+                while options["now"] and index_catch_up(group_id=group_id, catalog=catalog):
+                    pass

@@ -28,7 +28,7 @@ from retrieval.domain.results import Hit, Result, Stage3
 from retrieval.models import SearchHit
 from retrieval.ports import EmbedderCatalog, RerankerError, Reranking
 from retrieval.selectors import weights_active
-from retrieval.services.embedding import visible_providers
+from retrieval.services.embedding import visible_companions, visible_providers
 from retrieval.services.search import sql
 from retrieval.services.search.timing import Stopwatch
 
@@ -46,8 +46,9 @@ class Lists:
 
     The vector list of the first (or only) model is "vector"; a search over workspaces
     indexed with different models has one more list per model, "vector@<model>"
-    (vectors compare only within a model). `languages` is each vector list's embedder's
-    languages (None: any).
+    (vectors compare only within a model), and one per companion model of the
+    workspaces searched with a second one, "companion@<model>". `languages` is each
+    vector list's embedder's languages (None: any).
     """
 
     rankings: dict[str, list[int]]
@@ -76,6 +77,13 @@ def query_embedders(embedder: Embedders | None) -> list[Embedder]:
     return [embedder]
 
 
+def companion_embedders(embedder: Embedders | None) -> list[Embedder]:
+    """The query embedders of the companion models of the workspaces the search sees."""
+    if not isinstance(embedder, EmbedderCatalog):
+        return []
+    return [embedder.query(provider) for provider in visible_companions(embedder)]
+
+
 def stage1_lists(
     query: Query,
     *,
@@ -86,24 +94,32 @@ def stage1_lists(
     """`stage1`, with the vector lists' cosine similarities (for `fuse`)."""
     watch = watch or Stopwatch()
     where, params = sql.where_clause(query)
-    embedders = query_embedders(embedder)
+    embedders = [(each, False) for each in query_embedders(embedder)]
+    embedders += [(each, True) for each in companion_embedders(embedder)]
     # The query is embedded while Postgres runs the lexical half: the model and the
     # database wait both release the GIL, so the two overlap instead of adding up.
     pool = _embedding_pool()
-    embeddings = [(each, pool.submit(each.embed, [query.text])) for each in embedders]
+    embeddings = [
+        (each, companion, pool.submit(each.embed, [query.text])) for each, companion in embedders
+    ]
     with watch.step("lexical"):
         rankings = {"fulltext": sql.fulltext(query, where, params, depth)}
         coverage = sql.term_coverage(query.text) if embedders else 1.0
     scores: list[float] = []
     languages: dict[str, frozenset[str] | None] = {}
-    for each, embedding in embeddings:
+    for each, companion, embedding in embeddings:
         with watch.step("embed"):  # only the wait left after the lexical half
             vector = _query_vector(embedding)
         if vector is None:
             continue
         with watch.step("vector"):
-            nearest = sql.vector(vector, where, params, depth, model=each.model)
-        name = "vector" if "vector" not in rankings else f"vector@{each.model}"
+            nearest = sql.vector(
+                vector, where, params, depth, model=each.model, companion=companion
+            )
+        if companion:
+            name = f"companion@{each.model}"
+        else:
+            name = "vector" if "vector" not in rankings else f"vector@{each.model}"
         rankings[name] = [claim_id for claim_id, _ in nearest]
         languages[name] = getattr(each, "languages", None)
         scores += [score for _, score in nearest]
@@ -111,8 +127,9 @@ def stage1_lists(
 
 
 def is_vector(name: str) -> bool:
-    """Whether a stage-1 list is a vector list ("vector" or "vector@<model>")."""
-    return name == "vector" or name.startswith("vector@")
+    """Whether a stage-1 list is a vector list ("vector", "vector@<model>" or
+    "companion@<model>")."""
+    return name == "vector" or name.startswith(("vector@", "companion@"))
 
 
 def fuse(

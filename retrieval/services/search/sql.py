@@ -182,13 +182,20 @@ def term_coverage(text: str) -> float:
 
 
 def vector(
-    embedding: Sequence[float], where: str, params: list[Any], depth: int, *, model: str
+    embedding: Sequence[float],
+    where: str,
+    params: list[Any],
+    depth: int,
+    *,
+    model: str,
+    companion: bool = False,
 ) -> list[tuple[int, float]]:
     """The nearest documents to the query's vector that pass the filters, nearest first,
     each with its cosine similarity to the query.
 
     Only documents embedded by the query's `model` compare: two models of one dimension
-    (MiniLM and e5 are both 384) place texts in unrelated spaces.
+    (MiniLM and e5 are both 384) place texts in unrelated spaces. With `companion`, the
+    vectors are the documents' second ones, by their workspace's companion model.
 
     The HNSW index is shared by every workspace of a dimension, and the filters
     (workspace under RLS, model, valid time) apply to what its scan yields. The scan
@@ -201,22 +208,34 @@ def vector(
     if dim not in INDEXED_DIMENSIONS:
         raise ValueError(f"no vector index for dimension {dim}")
     literal = "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
-    distance = f"d.embedding::vector({dim}) <=> %s::vector({dim})"
-    filters = f"d.dimension = {dim} AND d.embedding_model = %s AND {where}"
+    if companion:
+        source = (
+            "retrieval_companionvector v JOIN retrieval_searchdocument d ON d.id = v.document_id"
+        )
+        own = f"v.dimension = {dim} AND v.model = %s"
+    else:
+        source, own = (
+            "retrieval_searchdocument d",
+            f"d.dimension = {dim} AND d.embedding_model = %s",
+        )
+    column = "v.embedding" if companion else "d.embedding"
+    distance = f"{column}::vector({dim}) <=> %s::vector({dim})"
+    filters = f"{own} AND {where}"
     approximate = f"""
         SELECT d.claim_id, {distance} AS distance
-        FROM retrieval_searchdocument d
+        FROM {source}
         WHERE {filters}
         ORDER BY distance, d.claim_id
         LIMIT %s
     """  # noqa: S608 - dim is an int from a fixed set; values are parameters
     # The materialised filter set is ordered by sorting it: no index can serve the ORDER BY.
     exact = f"""
-        WITH d AS MATERIALIZED (
-            SELECT d.claim_id, d.embedding FROM retrieval_searchdocument d WHERE {filters}
+        WITH m AS MATERIALIZED (
+            SELECT d.claim_id, {column} AS embedding FROM {source} WHERE {filters}
         )
-        SELECT d.claim_id, {distance} AS distance FROM d
-        ORDER BY distance, d.claim_id
+        SELECT m.claim_id, m.embedding::vector({dim}) <=> %s::vector({dim}) AS distance
+        FROM m
+        ORDER BY distance, m.claim_id
         LIMIT %s
     """  # noqa: S608 - as above
     with connection.cursor() as cursor:

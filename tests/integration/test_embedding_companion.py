@@ -1,0 +1,190 @@
+"""A workspace searched with a second (companion) model besides its own.
+
+The deployment's default here is `hashing` (the test settings); the operator also
+offers the real multilingual e5. A workspace admin adds e5 as its workspace's
+companion in the admin: every document gets a second vector (new ones at once, older
+ones from a real maintenance-lane worker), and the workspace's searches fuse three
+lists: full text, the workspace's own model, the companion. Another workspace sees
+neither the companion's vectors nor its list.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from retrieval import bootstrap
+from retrieval.domain.query import Query
+from retrieval.models import CompanionVector, GroupEmbedding, SearchDocument
+from retrieval.services.embedding import SwitchRefused, embedding_companion
+from retrieval.services.search import stage1_lists
+from retrieval.tasks import index_catch_up_workspaces
+from tenants import rls
+from tenants.models import AuditEvent
+from tenants.services.scopes import PermissionDenied
+from tests.support.ingest import ingest_markdown
+from tests.support.tenancy import Tenant
+from tests.support.workers import celery_worker
+
+E5 = "multilingual-e5-small-q4"
+VIETNAMESE = {
+    "hanoi.md": "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam, nằm bên bờ sông Hồng.\n",
+    "pho.md": "# Phở\n\nPhở là món ăn truyền thống làm từ bánh phở và nước dùng bò.\n",
+}
+ENGLISH = {"billing.md": "# Billing\n\nThe billing-api service runs on the k8s-prod-1 cluster.\n"}
+URL = "/admin/retrieval/groupembedding/companion/"
+QUESTION = "What is the capital of Vietnam?"
+
+
+@pytest.fixture
+def offered(settings) -> None:
+    settings.VERA_EMBEDDER__CHOICES = ["e5"]
+
+
+@pytest.fixture
+def maintenance_worker(app_database_url: str, tmp_path: Path) -> Iterator[subprocess.Popen]:
+    with celery_worker(
+        database_url=app_database_url, log_path=tmp_path / "worker.log", queue="maintenance",
+        extra_env={"VERA_EMBEDDER__CHOICES": "e5", "VERA_WORKER_WARM_EMBEDDER": "false"},
+    ) as process:  # fmt: skip
+        yield process
+
+
+def _companions(tenant: Tenant) -> list[tuple[str, int]]:
+    with rls.tenant_context(tenant.principal(tenant.admin)):
+        return sorted(CompanionVector.objects.values_list("model", "dimension"))
+
+
+def _lists(tenant: Tenant, text: str) -> dict[str, list[int]]:
+    with rls.tenant_context(tenant.principal(tenant.viewer)):
+        lists = stage1_lists(Query(text=text, k=5), embedder=bootstrap.providers().embedders())
+    return lists.rankings
+
+
+def _hits(client: Client, q: str) -> list[dict]:
+    response = client.get("/api/v1/search", {"q": q, "k": 10})
+    assert response.status_code == 200, response.content
+    return response.json()["hits"]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_companion_added_in_the_admin_gives_every_document_a_second_vector(
+    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path, client: Client, offered: None,
+    maintenance_worker: subprocess.Popen,
+) -> None:  # fmt: skip
+    ingest_markdown(tenant_a, tmp_path / "a", VIETNAMESE)
+    ingest_markdown(tenant_b, tmp_path / "b", ENGLISH)
+    tenant_a.admin.is_staff = True
+    tenant_a.admin.save()
+    client.force_login(tenant_a.admin)
+    group_id = tenant_a.workspace.group_id
+
+    page = client.get(URL)
+    assert page.status_code == 200
+    assert "hashing, e5" in page.content.decode()
+    same = client.post(
+        URL, {"workspace": group_id, "companion": "hashing", "reason": "x", "confirm": "on"}
+    )
+    assert "a companion must be another model" in same.content.decode()
+    done = client.post(
+        URL, {"workspace": group_id, "companion": "e5", "reason": "Vietnamese", "confirm": "on"}
+    )
+    assert done.status_code == 302
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert GroupEmbedding.objects.get().companion == "e5"
+        event = AuditEvent.objects.get(action="embedding.companion")
+        assert (event.data["to"], event.data["to_embed"], event.data["reason"]) == (
+            "e5", 2, "Vietnamese",
+        )  # fmt: skip
+    # Before the worker has been, the documents have no second vector: the companion's
+    # list is empty.
+    assert _companions(tenant_a) == []
+    assert _lists(tenant_a, QUESTION)[f"companion@{E5}"] == []
+    assert (
+        "e5: 0 of 2 (embedding)" in client.get("/admin/retrieval/groupembedding/").content.decode()
+    )
+
+    outcome = index_catch_up_workspaces.delay().get(timeout=180)
+
+    assert group_id in outcome
+    assert _companions(tenant_a) == [(E5, 384), (E5, 384)]
+    lists = _lists(tenant_a, QUESTION)
+    assert set(lists) == {"fulltext", "vector", f"companion@{E5}"}
+    assert lists["fulltext"] == []  # no word in common: only vectors can find it
+    facts = {hit["claim_id"]: hit["fact"] for hit in _hits(client, QUESTION)}
+    assert "Hà Nội là thủ đô" in facts[lists[f"companion@{E5}"][0]]  # e5 understood it
+    # Another workspace: its own model only, and tenant A's second vectors out of reach.
+    assert _companions(tenant_b) == []
+    assert set(_lists(tenant_b, QUESTION)) == {"fulltext", "vector"}
+    # New documents get both vectors at once.
+    ingest_markdown(tenant_a, tmp_path / "a2", {"hue.md": "# Huế\n\nHuế là cố đô.\n"}, name="more")
+    assert len(_companions(tenant_a)) == 3
+    assert "e5: 3 of 3" in client.get("/admin/retrieval/groupembedding/").content.decode()
+
+    out = StringIO()
+    call_command(
+        "embedding_switch", "--group", group_id, "--companion", "none", "--reason", "cost",
+        stdout=out,
+    )  # fmt: skip
+    assert "3 companion vectors were deleted" in out.getvalue()
+    assert _companions(tenant_a) == []
+    assert set(_lists(tenant_a, QUESTION)) == {"fulltext", "vector"}
+
+
+@pytest.mark.django_db
+def test_a_companion_is_refused_with_the_reason_and_nothing_is_written(
+    tenant_a: Tenant, tmp_path: Path, offered: None
+) -> None:
+    ingest_markdown(tenant_a, tmp_path, ENGLISH)
+    catalog = bootstrap.providers().embedders()
+    group_id = tenant_a.workspace.group_id
+    admin, reviewer = tenant_a.principal(tenant_a.admin), tenant_a.principal(tenant_a.reviewer)
+    with rls.tenant_context(admin):
+        with pytest.raises(PermissionDenied, match="admin role"):
+            embedding_companion(
+                actor=reviewer, group_id=group_id, provider="e5", catalog=catalog, reason="x"
+            )
+        with pytest.raises(SwitchRefused, match="not offered here; choose one of hashing, e5"):
+            embedding_companion(
+                actor=admin, group_id=group_id, provider="voyage", catalog=catalog, reason="x"
+            )
+        with pytest.raises(SwitchRefused, match="say why"):
+            embedding_companion(
+                actor=admin, group_id=group_id, provider="e5", catalog=catalog, reason=""
+            )
+        with pytest.raises(SwitchRefused, match="another model"):
+            embedding_companion(
+                actor=admin, group_id=group_id, provider="hashing", catalog=catalog, reason="x"
+            )
+        assert GroupEmbedding.objects.get().companion == ""
+        assert not AuditEvent.objects.filter(action="embedding.companion").exists()
+        assert not CompanionVector.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_companion_no_longer_offered_leaves_the_workspace_on_its_own_model(
+    tenant_a: Tenant, tmp_path: Path, settings, offered: None
+) -> None:
+    ingest_markdown(tenant_a, tmp_path, ENGLISH)
+    call_command(
+        "embedding_switch", "--group", tenant_a.workspace.group_id, "--companion", "e5",
+        "--reason", "try", "--now", stdout=StringIO(),
+    )  # fmt: skip
+    assert len(_companions(tenant_a)) == 2
+    assert set(_lists(tenant_a, "billing-api")) == {"fulltext", "vector", f"companion@{E5}"}
+    settings.VERA_EMBEDDER__CHOICES = []  # the operator withdrew e5
+
+    assert set(_lists(tenant_a, "billing-api")) == {"fulltext", "vector"}
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        result = bootstrap.search()(query=Query(text="billing-api", k=3), now=timezone.now())
+        best = SearchDocument.objects.get(claim_id=result.hits[0].claim_id)
+    assert "billing-api" in best.text
+    assert set(result.hits[0].stage1) == {"fulltext", "vector"}
