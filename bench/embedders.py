@@ -257,6 +257,8 @@ def _companion_rows(
                 for name in (*lists, "rrf", "fused"):
                     if name in got:
                         table[f"{label} {name}"][pair] = f"{got[name]:.4f}"
+                for name in [name for name in got if name.startswith("companion@")]:
+                    table[f"{label} second model's vector"][pair] = f"{got[name]:.4f}"
                 table[f"{label} weakened/queries"][pair] = (
                     f"{got['weakened']:.0f}/{got['queries']:.0f}"
                 )

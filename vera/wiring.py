@@ -207,6 +207,12 @@ def embedder_catalog() -> EmbedderCatalog:
 
     default = settings.VERA_EMBEDDER__PROVIDER
     offered = dict.fromkeys([default, *settings.VERA_EMBEDDER__CHOICES])
+    companion = settings.VERA_EMBEDDER__COMPANION
+    if companion and companion not in offered:
+        raise ImproperlyConfigured(
+            f"VERA_EMBEDDER__COMPANION is {companion!r}, which is not offered: add it to "
+            "VERA_EMBEDDER__CHOICES, or leave the companion empty."
+        )
     for provider in offered:
         if provider not in EMBEDDER_PROVIDERS:
             raise ImproperlyConfigured(

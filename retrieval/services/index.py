@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -89,11 +90,19 @@ Embedders = Embedder | EmbedderCatalog
 CATCH_UP_BATCH = 256  # claims re-embedded per transaction after a model switch
 
 
-def group_embedding_pin(*, group_id: str, embedder: Embedder, provider: str = "") -> GroupEmbedding:
-    """The group's recorded model and dimension; the first write records them."""
+def group_embedding_pin(
+    *, group_id: str, embedder: Embedder, provider: str = "", companion: str = ""
+) -> GroupEmbedding:
+    """The group's recorded model and dimension; the first write records them (and the
+    operator's default companion model)."""
     pin, _ = GroupEmbedding.objects.get_or_create(
         group_id=group_id,
-        defaults={"model": embedder.model, "dimension": embedder.dimension, "provider": provider},
+        defaults={
+            "model": embedder.model,
+            "dimension": embedder.dimension,
+            "provider": provider,
+            "companion": companion,
+        },
     )
     if (pin.model, pin.dimension) != (embedder.model, embedder.dimension):
         raise DimensionMismatch(
@@ -133,7 +142,10 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
     companions: list[tuple[Embedder, list[int], list[list[float]]]] = []
     for group_id in sorted({c.group_id for c in keep}):
         group_embedder, provider = _for_group(embedder, group_id)
-        group_embedding_pin(group_id=group_id, embedder=group_embedder, provider=provider)
+        group_embedding_pin(
+            group_id=group_id, embedder=group_embedder, provider=provider,
+            companion=_default_companion(embedder, group_embedder),
+        )  # fmt: skip
         claims_of_group = [claim for claim in keep if claim.group_id == group_id]
         texts = [document_text(claim) for claim in claims_of_group]
         vectors = group_embedder.embed(texts)
@@ -164,6 +176,16 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
             },
         )
     return len(keep)
+
+
+def _default_companion(embedders: Embedders, own: Embedder) -> str:
+    """The companion a new workspace gets: the operator's, if offered and another model."""
+    wanted = settings.VERA_EMBEDDER__COMPANION
+    if not wanted or not isinstance(embedders, EmbedderCatalog):
+        return ""
+    if wanted not in embedders.choices() or embedders.passage(wanted).model == own.model:
+        return ""
+    return str(wanted)
 
 
 def _companion(embedders: Embedders, group_id: str) -> Embedder | None:

@@ -188,3 +188,26 @@ def test_a_companion_no_longer_offered_leaves_the_workspace_on_its_own_model(
         best = SearchDocument.objects.get(claim_id=result.hits[0].claim_id)
     assert "billing-api" in best.text
     assert set(result.hits[0].stage1) == {"fulltext", "vector"}
+
+
+@pytest.mark.django_db
+def test_the_operators_default_companion_comes_with_a_new_workspace(
+    tenant_a: Tenant, tmp_path: Path, settings, offered: None
+) -> None:
+    settings.VERA_EMBEDDER__COMPANION = "e5"
+    ingest_markdown(tenant_a, tmp_path, ENGLISH)
+
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert GroupEmbedding.objects.get().companion == "e5"
+    assert _companions(tenant_a) == [(E5, 384), (E5, 384)]  # written with the documents
+
+
+def test_a_default_companion_that_is_not_offered_is_a_configuration_error(settings) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from vera import wiring
+
+    settings.VERA_EMBEDDER__COMPANION = "e5"
+    settings.VERA_EMBEDDER__CHOICES = []
+    with pytest.raises(ImproperlyConfigured, match="not offered"):
+        wiring.embedder_catalog()
