@@ -308,3 +308,23 @@ def test_a_live_rebuild_replays_what_a_worker_finished_meanwhile(
     assert graph.dump(b) == theirs
     call_command("graph_rebuild", "--group", a, stdout=__import__("io").StringIO())
     assert graph.dump(a) == live
+
+
+@pytest.mark.parametrize("hops", [1, 2, 3])
+def test_falkordb_walks_from_the_one_start_node_whatever_the_depth(hops: int) -> None:
+    """The neighbourhood query starts at the entity's node (an index probe) for every depth.
+
+    A plan that scans every node (FalkorDB chose one for a single hop once) answers the
+    same, so the other tests pass, but it took 1.2 s on 46,000 nodes instead of 1 ms.
+    """
+    from curation.adapters.cypher import NEIGHBOURS
+
+    graph = _falkordb()
+    graph.upsert_claims([edge(1, BILLING, K8S1), edge(2, TEAM, BILLING)])
+    params = {"key": BILLING.key, "groups": [A], "at": None, "predicates": None, "limit": 10}
+    plan = graph._graph.explain(NEIGHBOURS.format(hops=hops), params)
+    steps = str(plan)
+    graph.clear()
+    graph.close()
+    assert "Node By Index Scan | (start:Node)" in steps, steps
+    assert "All Node Scan" not in steps and "Label Scan" not in steps, steps
