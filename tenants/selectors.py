@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from tenants.domain.access import Principal, ScopeNode, cap_roles, effective_roles
 from tenants.domain.scopes import Role
 from tenants.models import ApiKey, AuditEvent, Membership, Scope
 
+# The scopes under (and including) the roots, in one round trip (a request computes its
+# principal with it: the level-by-level walk was two or three queries per call).
+_SUBTREE = """
+    WITH RECURSIVE tree AS (
+        SELECT id, parent_id, group_id FROM tenants_scope WHERE id = ANY(%s)
+        UNION
+        SELECT s.id, s.parent_id, s.group_id FROM tenants_scope s JOIN tree t ON s.parent_id = t.id
+    )
+    SELECT id, parent_id, group_id FROM tree
+"""
+
 
 def _scope_tree(root_ids: set[int]) -> list[ScopeNode]:
-    """The scopes under (and including) `root_ids`; the tree is at most three deep."""
-    nodes: dict[int, ScopeNode] = {}
-    frontier = root_ids
-    while frontier:
-        rows = Scope.objects.filter(pk__in=frontier).values_list("pk", "parent_id", "group_id")
-        fresh = {pk: ScopeNode(pk, parent, group) for pk, parent, group in rows if pk not in nodes}
-        nodes.update(fresh)
-        frontier = set(
-            Scope.objects.filter(parent_id__in=fresh).values_list("pk", flat=True)
-        ) - set(nodes)
-    return list(nodes.values())
+    """The scopes under (and including) `root_ids` (those visible: RLS applies)."""
+    if not root_ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_SUBTREE, [sorted(root_ids)])
+        return [ScopeNode(pk, parent, group) for pk, parent, group in cursor.fetchall()]
 
 
 def user_roles(user_id: int) -> dict[str, Role]:
