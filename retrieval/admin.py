@@ -73,44 +73,45 @@ class FeedbackAdmin(ReadOnlyAdmin):
     list_filter = ["helpful"]
 
 
-class EmbeddingSwitchForm(forms.Form):
+class _WorkspaceModelForm(forms.Form):
+    """A workspace the user administers, an offered model in `model_field`, a reason."""
+
+    model_field = "provider"
+    workspace = forms.ChoiceField()
+    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
+
+    def __init__(self, *args: Any, workspaces: list[Scope], choices: tuple[str, ...],
+                 **kwargs: Any) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        workspace = cast(forms.ChoiceField, self.fields["workspace"])
+        workspace.choices = [(scope.group_id, str(scope)) for scope in workspaces]
+        model = cast(forms.ChoiceField, self.fields[self.model_field])
+        model.choices = [*self.extra_choices, *((name, name) for name in choices)]
+        self.order_fields(["workspace", self.model_field, "reason", "confirm"])
+
+    extra_choices: tuple[tuple[str, str], ...] = ()
+
+
+class EmbeddingSwitchForm(_WorkspaceModelForm):
     """Switch one workspace to another offered embedding model."""
 
-    workspace = forms.ChoiceField()
     provider = forms.ChoiceField(label="model")
-    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
     confirm = forms.BooleanField(
         label="I understand: until the worker has re-embedded a document, vector search "
         "does not see it (full text still finds it)."
     )
 
-    def __init__(self, *args: Any, workspaces: list[Scope], choices: tuple[str, ...],
-                 **kwargs: Any) -> None:  # fmt: skip
-        super().__init__(*args, **kwargs)
-        workspace = cast(forms.ChoiceField, self.fields["workspace"])
-        workspace.choices = [(scope.group_id, str(scope)) for scope in workspaces]
-        provider = cast(forms.ChoiceField, self.fields["provider"])
-        provider.choices = [(name, name) for name in choices]
 
-
-class EmbeddingCompanionForm(forms.Form):
+class EmbeddingCompanionForm(_WorkspaceModelForm):
     """Search one workspace with a second offered model too, or no more."""
 
-    workspace = forms.ChoiceField()
+    model_field = "companion"
+    extra_choices = (("none", "none"),)
     companion = forms.ChoiceField(label="second model")
-    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
     confirm = forms.BooleanField(
         label="I understand: every document of the workspace is embedded a second time "
         "(or, for none, its second vectors are deleted)."
     )
-
-    def __init__(self, *args: Any, workspaces: list[Scope], choices: tuple[str, ...],
-                 **kwargs: Any) -> None:  # fmt: skip
-        super().__init__(*args, **kwargs)
-        workspace = cast(forms.ChoiceField, self.fields["workspace"])
-        workspace.choices = [(scope.group_id, str(scope)) for scope in workspaces]
-        companion = cast(forms.ChoiceField, self.fields["companion"])
-        companion.choices = [("none", "none"), *((name, name) for name in choices)]
 
 
 @admin.register(GroupEmbedding)
