@@ -196,3 +196,24 @@ class RelatedSerializer(serializers.Serializer[Any]):
     entity = EntityRefSerializer()
     neighbours = NeighbourSerializer(many=True)
     claims = ClaimSerializer(many=True)
+
+
+class RetractSerializer(serializers.Serializer[None]):
+    """Input of a retraction: why (kept with the claims and in the audit log)."""
+
+    reason = serializers.CharField(max_length=500, help_text="why it is withdrawn (required)")
+
+
+class RetractionSerializer(serializers.Serializer[Any]):
+    """What a retraction did."""
+
+    target = serializers.CharField(help_text='what was retracted, e.g. "source 2"')
+    retracted = serializers.ListField(
+        child=serializers.IntegerField(), help_text="the claims withdrawn"
+    )
+    restored = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="superseded claims current again (what replaced them was withdrawn)",
+    )
+    kept = serializers.IntegerField(help_text="claims kept: another document supports them")
+    message = serializers.CharField()

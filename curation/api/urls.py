@@ -17,4 +17,9 @@ urlpatterns = [
     path(
         "claims/<int:claim_id>/history", views.ClaimHistoryView.as_view(), name="api-claim-history"
     ),
+    path("claims/<int:pk>/retract", views.ClaimRetractView.as_view(), name="api-claim-retract"),
+    path(
+        "episodes/<int:pk>/retract", views.EpisodeRetractView.as_view(), name="api-episode-retract"
+    ),
+    path("sources/<int:pk>/retract", views.SourceRetractView.as_view(), name="api-source-retract"),
 ]

@@ -9,6 +9,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from curation import bootstrap, selectors
 from curation.api.serializers import (
@@ -17,6 +18,8 @@ from curation.api.serializers import (
     EntitySerializer,
     EpisodeSerializer,
     RelatedSerializer,
+    RetractionSerializer,
+    RetractSerializer,
     SourceCreateSerializer,
     SourceSerializer,
     claims_data,
@@ -30,6 +33,13 @@ from curation.domain.params import (
     parse_related,
 )
 from curation.models import Claim, Episode, Source
+from curation.services.retraction import (
+    Retraction,
+    RetractionRefused,
+    claim_retract,
+    episode_retract,
+    source_retract,
+)
 from curation.services.sources import source_create
 from tenants.api.views import principal_of
 from tenants.domain.scopes import Role
@@ -173,3 +183,58 @@ class EntityRelatedView(generics.GenericAPIView[Claim]):
             ],
             "claims": found.claims,
         })  # fmt: skip
+
+
+class _RetractView(APIView):
+    """Withdraw it, with a reason (reviewer or admin of its scope); see `retract` below."""
+
+    model: type[Claim] | type[Episode] | type[Source] = Claim
+    retract: Callable[..., Retraction]
+    keyword = "claim_id"
+
+    @extend_schema(request=RetractSerializer, responses={200: RetractionSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        form = RetractSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        if pk > MAX_ID or not self.model.objects.filter(pk=pk).exists():  # RLS: others' too
+            raise exceptions.NotFound(f"No such {self.model._meta.verbose_name}.")
+        try:
+            done = type(self).retract(
+                actor=principal_of(request), reason=form.validated_data["reason"],
+                **{self.keyword: pk},
+            )  # fmt: skip
+        except PermissionDenied as error:
+            raise exceptions.PermissionDenied(str(error)) from None
+        except RetractionRefused as error:
+            raise exceptions.ValidationError({"detail": str(error)}) from None
+        return Response(
+            RetractionSerializer(
+                {"target": done.target, "retracted": list(done.retracted),
+                 "restored": list(done.restored), "kept": done.kept, "message": done.message}
+            ).data
+        )  # fmt: skip
+
+
+class ClaimRetractView(_RetractView):
+    """Withdraw one claim: hidden now, still found `as_of` a time it was valid; what it
+    superseded is current again unless replaced since."""
+
+    model = Claim
+    retract = staticmethod(claim_retract)
+    keyword = "claim_id"
+
+
+class EpisodeRetractView(_RetractView):
+    """Withdraw one fetched document and the claims only it supports."""
+
+    model = Episode
+    retract = staticmethod(episode_retract)
+    keyword = "episode_id"
+
+
+class SourceRetractView(_RetractView):
+    """Withdraw a source: its documents, the claims only they support; its schedule stops."""
+
+    model = Source
+    retract = staticmethod(source_retract)
+    keyword = "source_id"

@@ -91,12 +91,40 @@ def outbox_enqueue(
             for consumer in consumers
         ]
     )
+    _notify(priority)
+    return jobs
+
+
+def outbox_enqueue_many(
+    *,
+    group_id: str,
+    kind: str,
+    payloads: list[dict[str, object]],
+    priority: Priority = Priority.BULK,
+    consumers: tuple[Consumer, ...] = CONSUMERS,
+) -> int:
+    """`outbox_enqueue` for many payloads in one insert (a retraction of thousands)."""
+    now = timezone.now()
+    jobs = OutboxJob.objects.bulk_create(
+        [
+            OutboxJob(group_id=group_id, consumer=consumer, priority=priority, kind=kind,
+                      payload=payload, available_at=now)
+            for payload in payloads
+            for consumer in consumers
+        ],
+        batch_size=2000,
+    )  # fmt: skip
+    if jobs:
+        _notify(priority)
+    return len(jobs)
+
+
+def _notify(priority: Priority) -> None:
     if _notifier is not None and priority <= Priority.INTERACTIVE:
         notify = _notifier
         # After commit, or the woken worker would not see the jobs yet; a repeated
         # wake-up only finds nothing to do.
         transaction.on_commit(lambda: notify(priority), robust=True)
-    return jobs
 
 
 def _run(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:

@@ -1,0 +1,221 @@
+"""Retraction: withdrawing a claim, an episode or a whole source, with the reason kept.
+
+A retracted claim stops being valid now (`valid_to` closes at the retraction) and keeps
+what was true before: search hides it now and finds it `as_of` a time it was valid, so
+the record of what VERA said then stays. Its graph edge is removed (only published and
+superseded claims are edges) and its index document says "retracted" (the projection
+jobs of the same transaction carry both). A claim the retracted one had superseded
+becomes current again if nothing else replaced it. Nothing is deleted: undoing a
+retraction is a new decision.
+
+An episode or a source withdraws the claims it alone supports: a claim another
+episode also cites keeps its standing (the citation stays, and the episode is marked
+retracted, so a reader sees the document was withdrawn). Retracting a source also stops
+its schedule, so its documents do not come back with the next run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from curation.domain.outbox import PROJECT_CLAIM, Priority
+from curation.domain.tiers import ClaimStatus
+from curation.models import Claim, Episode, EpisodeStatus, Evidence, Source
+from curation.selectors import functional_predicates
+from curation.services.outbox import outbox_enqueue_many
+from tenants.domain.access import Principal
+from tenants.domain.scopes import Role
+from tenants.services.audit import audit_record
+from tenants.services.scopes import PermissionDenied
+
+# What a retraction can withdraw: what is, was or may become valid. Rejected and
+# already retracted claims are left as they are.
+RETRACTABLE = (
+    ClaimStatus.PUBLISHED,
+    ClaimStatus.SUPERSEDED,
+    ClaimStatus.PENDING_REVIEW,
+    ClaimStatus.PROPOSED,
+)
+# Ids named in an audit event at most (the counts are always exact).
+AUDITED_IDS = 200
+
+
+class RetractionRefused(Exception):
+    """A retraction that cannot be made as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class Retraction:
+    """What a retraction did, counted; `message` is what the caller is shown."""
+
+    target: str  # "claim 12", "episode 3", "source 2"
+    retracted: tuple[int, ...]
+    restored: tuple[int, ...]  # superseded claims current again
+    kept: int  # claims still supported by another episode
+
+    @property
+    def message(self) -> str:
+        parts = [f"Retracted {self.target}: {len(self.retracted)} claims withdrawn"]
+        if self.restored:
+            parts.append(f"{len(self.restored)} earlier values current again")
+        if self.kept:
+            parts.append(f"{self.kept} claims kept (another document supports them)")
+        return "; ".join(parts) + "."
+
+
+def _check(actor: Principal, group_id: str, reason: str) -> str:
+    if not actor.can(Role.REVIEWER, group_id):
+        raise PermissionDenied("retracting needs the reviewer or admin role in this scope")
+    reason = reason.strip()
+    if not reason:
+        raise RetractionRefused("say why: the reason is kept with the claims and in the audit log")
+    return reason[:200]
+
+
+def _retract(claims: QuerySet[Claim], *, reason: str, now: dt.datetime) -> list[int]:
+    """Mark these claims retracted; returns their ids. Never-valid claims get an empty
+    interval (they were never true, so no `as_of` may find them)."""
+    ids = list(
+        claims.filter(status__in=RETRACTABLE)
+        .select_for_update()
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    rows = Claim.objects.filter(pk__in=ids)
+    rows.filter(status__in=[ClaimStatus.PENDING_REVIEW, ClaimStatus.PROPOSED]).update(
+        valid_to=F("valid_from")
+    )
+    # Closed now; never before it began (a fact recorded as valid from a later time).
+    rows.filter(status=ClaimStatus.PUBLISHED).update(valid_to=Greatest(Value(now), F("valid_from")))
+    rows.update(status=ClaimStatus.RETRACTED, status_reason=reason, version=F("version") + 1)
+    return ids
+
+
+def _restore(retracted: list[int]) -> list[int]:
+    """Make current again what the retracted claims had superseded, unless replaced since."""
+    restored: list[int] = []
+    functional = functional_predicates()
+    superseded = (
+        Claim.objects.select_for_update()
+        .filter(superseded_by_id__in=retracted, status=ClaimStatus.SUPERSEDED)
+        .order_by("-valid_from", "-pk")
+    )
+    for old in superseded:
+        rivals = Claim.objects.filter(
+            group_id=old.group_id, subject_id=old.subject_id, predicate=old.predicate,
+            status=ClaimStatus.PUBLISHED,
+        )  # fmt: skip
+        if old.predicate not in functional:
+            rivals = rivals.filter(object_key=old.object_key)
+        if rivals.exists():
+            continue  # replaced by something else since: it stays closed
+        Claim.objects.filter(pk=old.pk).update(
+            status=ClaimStatus.PUBLISHED, valid_to=None, superseded_by=None,
+            status_reason="current again: what superseded it was retracted",
+            version=F("version") + 1,
+        )  # fmt: skip
+        restored.append(old.pk)
+    return restored
+
+
+# Up to this many claims a retraction's projection jumps the bulk queue (a reviewer
+# waits for it); a whole source's thousands go in turn with other bulk work.
+INTERACTIVE_UP_TO = 500
+
+
+def _project(group_id: str, ids: list[int]) -> None:
+    outbox_enqueue_many(
+        group_id=group_id, kind=PROJECT_CLAIM, payloads=[{"claim_id": pk} for pk in ids],
+        priority=Priority.INTERACTIVE if len(ids) <= INTERACTIVE_UP_TO else Priority.BULK,
+    )  # fmt: skip
+
+
+def _finish(
+    *, actor: Principal, group_id: str, target: tuple[str, str], reason: str,
+    claims: QuerySet[Claim], kept: int,
+) -> Retraction:  # fmt: skip
+    now = timezone.now()
+    retracted = _retract(claims, reason=reason, now=now)
+    restored = _restore(retracted)
+    _project(group_id, [*retracted, *restored])
+    kind, key = target
+    audit_record(
+        actor=actor,
+        group_id=group_id,
+        action=f"{kind}.retract",
+        target=target,
+        data={
+            "reason": reason,
+            "retracted": len(retracted),
+            "restored": len(restored),
+            "kept": kept,
+            "claim_ids": retracted[:AUDITED_IDS],
+            "restored_ids": restored[:AUDITED_IDS],
+        },
+    )
+    return Retraction(f"{kind} {key}", tuple(retracted), tuple(restored), kept)
+
+
+@transaction.atomic
+def claim_retract(*, actor: Principal, claim_id: int, reason: str) -> Retraction:
+    """Withdraw one claim (reviewer or admin; a reason is required)."""
+    claim = Claim.objects.select_for_update().get(pk=claim_id)
+    reason = _check(actor, claim.group_id, reason)
+    if claim.status not in RETRACTABLE:
+        raise RetractionRefused(f"claim {claim_id} is {claim.status}: there is nothing to retract")
+    return _finish(
+        actor=actor, group_id=claim.group_id, target=("claim", str(claim_id)), reason=reason,
+        claims=Claim.objects.filter(pk=claim_id), kept=0,
+    )  # fmt: skip
+
+
+def _alone(episodes: QuerySet[Episode]) -> tuple[QuerySet[Claim], int]:
+    """The claims these episodes cite that no other (unretracted) episode supports, and
+    how many they cite that another one does."""
+    cited = Claim.objects.filter(evidence__episode__in=episodes).distinct()
+    elsewhere = Evidence.objects.filter(claim=OuterRef("pk")).exclude(
+        Q(episode__in=episodes) | Q(episode__status=EpisodeStatus.RETRACTED)
+    )
+    alone = cited.exclude(Exists(elsewhere))
+    kept = cited.filter(Exists(elsewhere), status__in=RETRACTABLE).count()
+    return Claim.objects.filter(pk__in=alone.values("pk")), kept
+
+
+@transaction.atomic
+def episode_retract(*, actor: Principal, episode_id: int, reason: str) -> Retraction:
+    """Withdraw one episode (a fetched document) and the claims only it supports."""
+    episode = Episode.objects.select_for_update().get(pk=episode_id)
+    reason = _check(actor, episode.group_id, reason)
+    if episode.status == EpisodeStatus.RETRACTED:
+        raise RetractionRefused(f"episode {episode_id} is retracted already")
+    episodes = Episode.objects.filter(pk=episode_id)
+    claims, kept = _alone(episodes)
+    claims = Claim.objects.filter(pk__in=list(claims.values_list("pk", flat=True)))
+    episodes.update(status=EpisodeStatus.RETRACTED, failure_reason=f"retracted: {reason}")
+    return _finish(
+        actor=actor, group_id=episode.group_id, target=("episode", str(episode_id)),
+        reason=reason, claims=claims, kept=kept,
+    )  # fmt: skip
+
+
+@transaction.atomic
+def source_retract(*, actor: Principal, source_id: int, reason: str) -> Retraction:
+    """Withdraw a source: every episode of it, the claims only they support; its schedule
+    stops (a later run would bring the documents back)."""
+    source = Source.objects.select_for_update().get(pk=source_id)
+    reason = _check(actor, source.group_id, reason)
+    episodes = Episode.objects.filter(source=source).exclude(status=EpisodeStatus.RETRACTED)
+    claims, kept = _alone(episodes)
+    claims = Claim.objects.filter(pk__in=list(claims.values_list("pk", flat=True)))
+    episodes.update(status=EpisodeStatus.RETRACTED, failure_reason=f"retracted: {reason}")
+    Source.objects.filter(pk=source.pk).update(enabled=False)
+    return _finish(
+        actor=actor, group_id=source.group_id, target=("source", str(source_id)),
+        reason=reason, claims=claims, kept=kept,
+    )  # fmt: skip

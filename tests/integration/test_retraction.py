@@ -1,0 +1,194 @@
+"""Retraction of a claim, an episode or a source, through the REST API.
+
+Real pipeline (Markdown source; billing-api ran on k8s-prod-1 from T0 and on
+k8s-prod-2 since T1), real outbox into the search index and FalkorDB, real RLS. A
+retracted claim is hidden now and found as of a time it was valid; its graph edge goes;
+what it had superseded is current again; the reason is kept and audited.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from curation import bootstrap
+from curation.domain.tiers import ClaimStatus
+from curation.models import Claim, Entity, Episode, EpisodeStatus, Source
+from curation.services.projection import graph_rebuild
+from curation.tasks import process_outbox
+from retrieval import bootstrap as retrieval_bootstrap
+from retrieval.domain.query import Query
+from retrieval.models import SearchDocument
+from tenants import rls
+from tenants.models import AuditEvent
+from tenants.selectors import principal_system
+from tests.support.ingest import T0, T1, ingest_billing_history, ingest_markdown
+from tests.support.tenancy import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+def _claim(tenant: Tenant, target: str) -> Claim:
+    with rls.tenant_context(tenant.principal(tenant.admin)):
+        return Claim.objects.get(predicate="RUNS_ON", object_entity__canonical_name=target)
+
+
+def _post(client: Client, user, url: str, reason: str | None = "wrong document") -> tuple:
+    client.force_login(user)
+    body = {} if reason is None else {"reason": reason}
+    response = client.post(url, body, content_type="application/json")
+    return response.status_code, response.json()
+
+
+def _runs_on(tenant: Tenant, *, as_of: dt.datetime | None = None) -> list[str]:
+    """Where search says billing-api runs (now or as of), best first."""
+    with rls.tenant_context(tenant.principal(tenant.viewer)):
+        result = retrieval_bootstrap.search()(
+            query=Query(text="where does billing-api run", k=10, as_of=as_of),
+            now=timezone.now(),
+        )
+        ids = [hit.claim_id for hit in result.hits]
+        names = dict(
+            Claim.objects.filter(pk__in=ids, predicate="RUNS_ON").values_list(
+                "pk", "object_entity__canonical_name"
+            )
+        )
+    return [names[pk] for pk in ids if pk in names]
+
+
+def _edges(tenant: Tenant, predicate: str = "RUNS_ON") -> dict[int, str]:
+    """The graph's edges of `predicate`: claim id -> the status the edge carries."""
+    dump = bootstrap.providers().graph().dump(tenant.workspace.group_id)
+    return {edge[0]: edge[5] for edge in dump.edges if edge[3] == predicate}
+
+
+def test_a_retracted_claim_is_hidden_now_found_as_of_then_and_its_predecessor_returns(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    ingest_billing_history(tenant_a, tmp_path)
+    now_claim, before = _claim(tenant_a, "k8s-prod-2"), _claim(tenant_a, "k8s-prod-1")
+    assert (now_claim.status, before.status) == (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
+    assert _runs_on(tenant_a)[0] == "k8s-prod-2"
+
+    status, body = _post(
+        client, tenant_a.reviewer, f"/api/v1/claims/{now_claim.pk}/retract",
+        reason="the migration to k8s-prod-2 was rolled back",
+    )  # fmt: skip
+    while process_outbox():
+        pass
+
+    assert status == 200, body
+    assert body["retracted"] == [now_claim.pk]
+    assert body["restored"] == [before.pk]
+    assert "1 earlier values current again" in body["message"]
+    now_claim, before = _claim(tenant_a, "k8s-prod-2"), _claim(tenant_a, "k8s-prod-1")
+    assert now_claim.status == ClaimStatus.RETRACTED
+    assert now_claim.status_reason == "the migration to k8s-prod-2 was rolled back"
+    assert now_claim.valid_to is not None
+    assert (before.status, before.valid_to, before.superseded_by_id) == (
+        ClaimStatus.PUBLISHED, None, None,
+    )  # fmt: skip
+    # Search: hidden now, found as of a time it was valid; the old value is current.
+    assert _runs_on(tenant_a) == ["k8s-prod-1"]
+    assert "k8s-prod-2" in _runs_on(tenant_a, as_of=T1 + dt.timedelta(days=1))
+    assert _runs_on(tenant_a, as_of=T0 + dt.timedelta(days=1)) == ["k8s-prod-1"]
+    # The graph: the retracted edge is gone, the restored one open; a rebuild agrees.
+    assert _edges(tenant_a) == {before.pk: "published"}
+    projected = bootstrap.providers().graph().dump(tenant_a.workspace.group_id)
+    with rls.tenant_context(principal_system("test", group_ids=[tenant_a.workspace.group_id])):
+        graph_rebuild(graph=bootstrap.providers().graph(), group_ids=[tenant_a.workspace.group_id])
+    assert bootstrap.providers().graph().dump(tenant_a.workspace.group_id) == projected
+    # Audited with the reason; the row is kept (undo is a new decision).
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        event = AuditEvent.objects.get(action="claim.retract")
+        assert event.data["reason"] == "the migration to k8s-prod-2 was rolled back"
+        assert (event.data["retracted"], event.data["restored"]) == (1, 1)
+        assert SearchDocument.objects.get(claim_id=now_claim.pk).status == "retracted"
+
+
+def test_retraction_refuses_bad_input_and_writes_nothing(
+    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path, client: Client
+) -> None:
+    ingest_billing_history(tenant_a, tmp_path / "a")
+    ingest_billing_history(tenant_b, tmp_path / "b")
+    claim = _claim(tenant_a, "k8s-prod-2")
+    url = f"/api/v1/claims/{claim.pk}/retract"
+
+    assert _post(client, tenant_a.reviewer, url, reason=None)[0] == 400
+    status, body = _post(client, tenant_a.reviewer, url, reason="   ")
+    assert status == 400
+    assert "may not be blank" in str(body)
+    assert _post(client, tenant_a.viewer, url)[0] == 403
+    assert _post(client, tenant_b.admin, url)[0] == 404  # another tenant's: not even there
+    assert _post(client, tenant_a.reviewer, "/api/v1/claims/99999999/retract")[0] == 404
+    assert (
+        _post(client, tenant_a.reviewer, "/api/v1/sources/99999999999999999999/retract")[0] == 404
+    )
+
+    assert _claim(tenant_a, "k8s-prod-2").status == ClaimStatus.PUBLISHED
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert not AuditEvent.objects.filter(action__endswith=".retract").exists()
+    assert _post(client, tenant_a.reviewer, url)[0] == 200
+    status, body = _post(client, tenant_a.reviewer, url)  # twice: nothing left to retract
+    assert status == 400
+    assert "retracted" in str(body)
+
+
+def test_an_episode_withdraws_only_the_claims_no_other_document_supports(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    ingest_markdown(
+        tenant_a, tmp_path,
+        {"billing.md": "# Billing\n\nThe billing-api runs on k8s-prod-1. "
+                       "The billing-api is owned by payments-team.\n",
+         "team.md": "# Team\n\nThe billing-api is owned by payments-team.\n"},
+    )  # fmt: skip
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        episode = Episode.objects.get(external_id="billing.md")
+    status, body = _post(client, tenant_a.admin, f"/api/v1/episodes/{episode.pk}/retract")
+    while process_outbox():
+        pass
+
+    assert status == 200, body
+    assert body["kept"] == 1
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert Episode.objects.get(pk=episode.pk).status == EpisodeStatus.RETRACTED
+        statuses = dict(Claim.objects.values_list("predicate", "status"))
+        only_billing = set(
+            Claim.objects.filter(evidence__episode=episode)
+            .exclude(evidence__episode__external_id="team.md")
+            .values_list("pk", flat=True)
+        )
+    assert set(body["retracted"]) == only_billing
+    assert (statuses["RUNS_ON"], statuses["OWNED_BY"]) == ("retracted", "published")
+    assert _edges(tenant_a) == {}
+    assert list(_edges(tenant_a, "OWNED_BY").values()) == ["published"]
+
+
+def test_a_source_withdraws_its_claims_and_stops_its_schedule(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    ingest_billing_history(tenant_a, tmp_path)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        source = Source.objects.get()
+    status, body = _post(client, tenant_a.admin, f"/api/v1/sources/{source.pk}/retract")
+    while process_outbox():
+        pass
+
+    assert status == 200, body
+    assert body["restored"] == []  # what superseded the old value went with it
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert set(body["retracted"]) == set(Claim.objects.values_list("pk", flat=True))
+        assert set(Claim.objects.values_list("status", flat=True)) == {"retracted"}
+        assert not Source.objects.get().enabled
+        assert set(Episode.objects.values_list("status", flat=True)) == {"retracted"}
+        assert not Claim.objects.filter(status=ClaimStatus.PUBLISHED).exists()
+        assert Entity.objects.exists()  # entities stay: retraction deletes nothing
+    assert _runs_on(tenant_a) == []
+    assert "k8s-prod-1" in _runs_on(tenant_a, as_of=T0 + dt.timedelta(days=1))
+    assert _edges(tenant_a) == {}
+    assert _edges(tenant_a, "OWNED_BY") == {}
