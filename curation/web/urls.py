@@ -13,5 +13,6 @@ urlpatterns = [
     path("review/bulk", views.bulk_decide, name="bulk"),
     path("review/episodes/<int:episode_id>/raw", views.episode_raw, name="raw"),
     path("claims/<int:claim_id>/", views.claim_detail, name="claim-detail"),
+    path("<str:kind>/<int:pk>/retract", views.retract, name="retract"),
     path("entities/<int:entity_id>/", views.entity_detail, name="entity"),
 ]

@@ -14,7 +14,8 @@ from curation import bootstrap, selectors
 from curation.domain.params import MAX_ID, InvalidQuery, parse_related
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, MergeCandidate
-from curation.services import review
+from curation.services import retraction, review
+from tenants.domain.scopes import Role
 from tenants.middleware import request_principal
 from tenants.services.scopes import PermissionDenied
 from tenants.web.views import htmx_partial
@@ -214,8 +215,37 @@ def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
         "history": selectors.claim_history(claim_id=claim.pk),
         "evidence": claim.evidence.select_related("episode", "episode__source"),
         "related": selectors.claim_related(claim),
+        # Retraction is offered to whoever may retract, on what can be retracted.
+        "can_retract": request_principal(request).can(Role.REVIEWER, claim.group_id),
+        "retractable": claim.status in retraction.RETRACTABLE,
     }
     return render(request, "curation/claim.html", context)
+
+
+@login_required
+@require_POST
+def retract(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    """Retract a claim or an episode from the claim page, with the reviewer's reason; the
+    page then says what the retraction did (the service's own message)."""
+    back = request.POST.get("claim", "")
+    target = redirect("review:claim-detail", claim_id=int(back)) if back.isdigit() else None
+    actor, reason = request_principal(request), request.POST.get("reason", "")
+    try:
+        if kind == "claims":
+            done = retraction.claim_retract(actor=actor, claim_id=pk, reason=reason)
+        elif kind == "episodes":
+            done = retraction.episode_retract(actor=actor, episode_id=pk, reason=reason)
+        else:
+            raise Http404("Nothing of that kind can be retracted here.")
+    except (Claim.DoesNotExist, Episode.DoesNotExist):
+        raise Http404("No such item.") from None
+    except PermissionDenied as error:
+        raise DjangoPermissionDenied(str(error)) from None
+    except retraction.RetractionRefused as error:
+        messages.error(request, str(error))
+        return target or HttpResponse(str(error), status=400, content_type="text/plain")
+    messages.success(request, done.message)
+    return target or redirect("review:queue")
 
 
 @login_required

@@ -192,3 +192,28 @@ def test_a_source_withdraws_its_claims_and_stops_its_schedule(
     assert "k8s-prod-1" in _runs_on(tenant_a, as_of=T0 + dt.timedelta(days=1))
     assert _edges(tenant_a) == {}
     assert _edges(tenant_a, "OWNED_BY") == {}
+
+
+def test_the_claim_page_retracts_with_a_reason_and_says_what_happened(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    ingest_billing_history(tenant_a, tmp_path)
+    claim = _claim(tenant_a, "k8s-prod-2")
+    page = f"/claims/{claim.pk}/"
+    client.force_login(tenant_a.viewer)
+    assert "Retract this claim" not in client.get(page).content.decode()  # a viewer may not
+    assert client.post(f"/claims/{claim.pk}/retract", {"reason": "x"}).status_code == 403
+
+    client.force_login(tenant_a.reviewer)
+    assert "Retract this claim" in client.get(page).content.decode()
+    blank = client.post(f"/claims/{claim.pk}/retract", {"reason": " ", "claim": claim.pk})
+    assert "say why" in client.get(blank["Location"]).content.decode()
+    done = client.post(
+        f"/claims/{claim.pk}/retract", {"reason": "rolled back", "claim": claim.pk}, follow=True
+    )
+
+    text = done.content.decode()
+    assert "Retracted claim" in text
+    assert "1 earlier values current again" in text
+    assert "Retract this claim" not in text  # nothing left to retract
+    assert _claim(tenant_a, "k8s-prod-2").status == ClaimStatus.RETRACTED
