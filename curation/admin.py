@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -28,6 +31,13 @@ from curation.models import (
 from curation.services import review
 from curation.services.entities import alias_unlink, entity_unmerge
 from curation.services.outbox import outbox_backlog, outbox_retry
+from curation.services.retraction import (
+    Retraction,
+    RetractionRefused,
+    claim_retract,
+    episode_retract,
+    source_retract,
+)
 from curation.services.sources import source_create, source_update
 from tenants.admin import WrittenByServices, apply_each
 from tenants.domain.access import ANONYMOUS, Principal
@@ -89,6 +99,36 @@ class SourceForm(forms.ModelForm[Source]):
         return source_update(actor=self.actor, source_id=self.instance.pk, **changes)
 
 
+def _retract_selected(
+    model_admin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Any],
+    retract: Callable[..., Retraction], keyword: str,
+) -> TemplateResponse | None:  # fmt: skip
+    """An admin action that retracts each selected row through the retraction service,
+    after a page that names the rows and asks why (the reason is required)."""
+    reason = request.POST.get("reason", "").strip()
+    if request.POST.get("confirmed") and reason:
+        actor = request_principal(request)
+        for pk in queryset.values_list("pk", flat=True):
+            try:
+                done = retract(actor=actor, reason=reason, **{keyword: pk})
+            except (RetractionRefused, PermissionDenied) as error:
+                model_admin.message_user(request, f"#{pk}: {error}", messages.WARNING)
+            else:
+                model_admin.message_user(request, done.message, messages.SUCCESS)
+        return None
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Retract {queryset.model._meta.verbose_name_plural}",
+        "objects": list(queryset[:200]),
+        "count": queryset.count(),
+        "action": request.POST.get("action", ""),
+        "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+        "missing_reason": bool(request.POST.get("confirmed")) and not reason,
+        "opts": model_admin.model._meta,
+    }
+    return TemplateResponse(request, "admin/curation/retract_confirm.html", context)
+
+
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin[Source]):
     """Sources: settings saved through the source use cases; run state shown, never edited."""
@@ -98,6 +138,13 @@ class SourceAdmin(admin.ModelAdmin[Source]):
                     "last_run_status"]  # fmt: skip
     list_filter = ["kind", "trust_tier", "enabled", "last_run_status"]
     search_fields = ["name", "group_id"]
+    actions = ["retract_selected"]
+
+    @admin.action(description="Retract the selected sources (asks why)")
+    def retract_selected(
+        self, request: HttpRequest, queryset: QuerySet[Source]
+    ) -> TemplateResponse | None:
+        return _retract_selected(self, request, queryset, source_retract, "source_id")
 
     def get_fields(self, request: HttpRequest, obj: Source | None = None) -> tuple[str, ...]:
         return SOURCE_NEW if obj is None else (*SOURCE_SETTINGS, *SOURCE_STATE)
@@ -144,6 +191,13 @@ class EpisodeAdmin(WrittenByServices, admin.ModelAdmin[Episode]):
     list_filter = ["status", "source"]
     search_fields = ["external_id", "title", "content_hash"]
     readonly_fields = [*(f.name for f in Episode._meta.fields), "raw_artifact"]
+    actions = ["retract_selected"]
+
+    @admin.action(description="Retract the selected episodes (asks why)")
+    def retract_selected(
+        self, request: HttpRequest, queryset: QuerySet[Episode]
+    ) -> TemplateResponse | None:
+        return _retract_selected(self, request, queryset, episode_retract, "episode_id")
 
     @admin.display(description="raw artifact")
     def raw_artifact(self, episode: Episode) -> str:
@@ -172,7 +226,13 @@ class ClaimAdmin(WrittenByServices, admin.ModelAdmin[Claim]):
     raw_id_fields = ["subject", "object_entity", "superseded_by", "source"]
     readonly_fields = ["recorded_at", "version", "reviewed_by", "reviewed_at", "history"]
     inlines = [EvidenceInline]
-    actions = ["approve_selected", "accept_selected"]
+    actions = ["approve_selected", "accept_selected", "retract_selected"]
+
+    @admin.action(description="Retract the selected claims (asks why)")
+    def retract_selected(
+        self, request: HttpRequest, queryset: QuerySet[Claim]
+    ) -> TemplateResponse | None:
+        return _retract_selected(self, request, queryset, claim_retract, "claim_id")
 
     @admin.display(description="history")
     def history(self, claim: Claim) -> str:

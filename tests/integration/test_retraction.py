@@ -217,3 +217,31 @@ def test_the_claim_page_retracts_with_a_reason_and_says_what_happened(
     assert "1 earlier values current again" in text
     assert "Retract this claim" not in text  # nothing left to retract
     assert _claim(tenant_a, "k8s-prod-2").status == ClaimStatus.RETRACTED
+
+
+def test_the_admin_action_asks_why_then_retracts_through_the_service(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    ingest_billing_history(tenant_a, tmp_path)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        source = Source.objects.get()
+    tenant_a.admin.is_staff = tenant_a.admin.is_superuser = True  # as the admin tests do:
+    tenant_a.admin.save()  # RLS and the service's role check still apply
+    client.force_login(tenant_a.admin)
+    url = "/admin/curation/source/"
+    chosen = {"action": "retract_selected", "_selected_action": [source.pk]}
+
+    asked = client.post(url, chosen)
+    assert asked.status_code == 200
+    assert "Why" in asked.content.decode()
+    assert source.name in asked.content.decode()
+    again = client.post(url, {**chosen, "confirmed": "yes", "reason": ""})
+    assert "the reason is required" in again.content.decode()
+    assert _claim(tenant_a, "k8s-prod-2").status == ClaimStatus.PUBLISHED  # nothing yet
+
+    done = client.post(url, {**chosen, "confirmed": "yes", "reason": "wrong repo"}, follow=True)
+
+    assert f"Retracted source {source.pk}" in done.content.decode()
+    assert _claim(tenant_a, "k8s-prod-2").status == ClaimStatus.RETRACTED
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert AuditEvent.objects.get(action="source.retract").data["reason"] == "wrong repo"

@@ -1,0 +1,131 @@
+"""Retracting a source of 5,000 claims: the decision's time, and until search reflects it.
+
+    env -u DATABASE_URL -u DATABASE_OWNER_URL -u REDIS_URL \\
+        .venv/bin/python -m bench.retraction [--claims 5000] [--reuse]
+
+Ingests Markdown documents (five facts each, hashing embedder: the index is what is
+measured, not a model) through the real pipeline into its own database
+(`vera_bench_retraction`), projects them (outbox drained: index and FalkorDB), then
+retracts the whole source through `source_retract` as its admin and prints:
+
+- the retraction's transaction (claims withdrawn, superseded ones restored, outbox
+  jobs written, audit) in seconds;
+- the outbox drained after it (graph edges removed, index documents updated), seconds
+  and jobs/s;
+- then checks, and prints, that search finds none of the source's facts now and finds
+  them as of before the retraction (sampled queries).
+
+Asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.common import setup_django, timed
+
+
+def _documents(folder: Path, claims: int) -> list[str]:
+    """Five facts per document; returns the services named, one per document."""
+    names = []
+    for n in range(max(claims // 5, 1)):
+        service = f"svc-{n:05d}"
+        names.append(service)
+        (folder / f"{service}.md").write_text(
+            f"# {service}\n\nThe {service} runs on k8s-{n % 17}. The {service} is owned by "
+            f"team-{n % 23}. The {service} depends on db-{n % 31}. The {service} is written "
+            f"in lang-{n % 7}. The {service} is deployed by pipeline-{n % 11}.\n",
+            encoding="utf-8",
+        )
+    return names
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--claims", type=int, default=5000)
+    parser.add_argument("--queries", type=int, default=50)
+    args = parser.parse_args()
+    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_retraction")
+    os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_retraction")
+    os.environ.setdefault("VERA_EMBEDDER__PROVIDER", "hashing")
+    setup_django(fresh=True)
+    from django.utils import timezone
+
+    from curation import bootstrap
+    from curation.models import Claim
+    from curation.services.retraction import source_retract
+    from curation.services.sources import source_create
+    from curation.tasks import ingest_now, process_outbox
+    from retrieval import bootstrap as retrieval_bootstrap
+    from retrieval.domain.query import Query
+    from tenants import rls
+    from tenants.domain.scopes import ScopeKind
+    from tenants.selectors import principal_system
+    from tenants.services.scopes import scope_create
+
+    bootstrap.providers().graph().clear()
+    folder = Path(tempfile.mkdtemp(prefix="vera-bench-retraction-"))
+    services = _documents(folder, args.claims)
+    org = scope_create(kind=ScopeKind.ORGANISATION, name="Retraction Org")
+    workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Retraction WS", parent_id=org.pk)
+    group_id = workspace.group_id
+    principal = principal_system("bench", group_ids=[group_id])
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=group_id, name="services", kind="markdown",
+            config={"root": str(folder)}, trust_tier=1,
+        )  # fmt: skip
+    with timed() as took:
+        report = ingest_now(source_id=source.pk, group_id=group_id)
+        while process_outbox():
+            pass
+    with rls.tenant_context(principal):
+        published = Claim.objects.filter(status="published").count()
+    print(f"ingested          {published} published claims in {took[0]:.1f} s ({report})")
+
+    sample = random.Random(7).sample(services, min(args.queries, len(services)))  # noqa: S311
+    before = timezone.now()
+
+    def found(as_of: object = None) -> int:
+        """How many sampled services search still finds a fact of."""
+        hits = 0
+        with rls.tenant_context(principal):
+            search = retrieval_bootstrap.search()
+            for service in sample:
+                result = search(query=Query(text=f"{service} runs on", k=5, as_of=as_of),
+                                now=timezone.now())  # fmt: skip
+                hits += bool(result.hits)
+        return hits
+
+    print(f"before            search finds {found()} of {len(sample)} sampled services")
+    with timed() as took, rls.tenant_context(principal):
+        done = source_retract(actor=principal, source_id=source.pk, reason="bench")
+    print(
+        f"retraction        {len(done.retracted)} claims withdrawn in {took[0]:.2f} s "
+        f"(one transaction, outbox jobs included)"
+    )
+    with rls.tenant_context(principal):
+        from curation.models import OutboxJob
+
+        jobs = OutboxJob.objects.filter(status="pending").count()
+    with timed() as took:
+        while process_outbox():
+            pass
+    print(
+        f"projection        {jobs} outbox jobs (index and graph) drained in {took[0]:.1f} s "
+        f"({jobs / took[0]:.0f} jobs/s)"
+    )
+    edges = bootstrap.providers().graph().dump(group_id).edges
+    print(f"after             graph edges of the group: {len(edges)}")
+    print(f"after             search finds {found()} of {len(sample)} now, "
+          f"{found(before)} as of before the retraction")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
