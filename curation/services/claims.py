@@ -55,6 +55,55 @@ def _current_values(claim: Claim) -> list[supersession.CurrentValue]:
     return [supersession.CurrentValue(pk, key, fact) for pk, key, fact in rows]
 
 
+def _place_in_history(claim: Claim, *, priority: Priority) -> Claim | None:
+    """A value of a functional predicate that arrives late: valid from before the current
+    value began. It does not supersede the newer value; it goes into the history where
+    its valid time puts it (superseded by the value after it, ending the one before it).
+    Returns the claim that holds the value then (itself, or the earlier claim it merely
+    re-confirms); None when the value is the newest and the caller publishes it as usual.
+    """
+    timeline = (
+        Claim.objects.select_for_update()
+        .filter(
+            group_id=claim.group_id, subject=claim.subject, predicate=claim.predicate,
+            status__in=[ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED],
+        )
+        .exclude(pk=claim.pk)
+        .order_by("valid_from", "pk")
+    )  # fmt: skip
+    later = [old for old in timeline if old.valid_from > claim.valid_from]
+    if not later:
+        return None
+    after = later[0]
+    before = next(
+        (old for old in reversed(list(timeline)) if old.valid_from <= claim.valid_from), None
+    )
+    if (
+        before is not None
+        and before.object_key == claim.object_key
+        and (before.valid_to is None or before.valid_to > claim.valid_from)
+    ):
+        return before  # the same value was already held then: a re-confirmation
+    claim.status = ClaimStatus.SUPERSEDED
+    claim.status_reason = "arrived after a newer value: placed in the history"
+    claim.valid_to = after.valid_from
+    claim.superseded_by = after
+    claim.save()
+    touched = [claim.pk]
+    if before is not None and (before.valid_to is None or before.valid_to > claim.valid_from):
+        before.valid_to = claim.valid_from
+        before.superseded_by = claim
+        before.version += 1
+        before.save(update_fields=["valid_to", "superseded_by", "version"])
+        touched.append(before.pk)
+    for pk in touched:
+        outbox_enqueue(
+            group_id=claim.group_id, kind=PROJECT_CLAIM, payload={"claim_id": pk},
+            priority=priority,
+        )  # fmt: skip
+    return claim
+
+
 # savepoint=False: these join the caller's transaction without a savepoint round trip
 # each (ingestion calls them thousands of times); alone, they still run atomically.
 @transaction.atomic(savepoint=False)
@@ -75,6 +124,10 @@ def claim_publish(
     )
     if plan.duplicate_of is not None:
         return Claim.objects.get(pk=plan.duplicate_of)
+    if claim.predicate in functional_predicates():
+        placed = _place_in_history(claim, priority=priority)
+        if placed is not None:
+            return placed
     claim.status = ClaimStatus.PUBLISHED
     claim.save()
     closed = Claim.objects.filter(pk__in=plan.supersedes)

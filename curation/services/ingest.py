@@ -13,7 +13,7 @@ import hashlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import DataError, IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
@@ -23,6 +23,7 @@ from curation.domain.names import normalize_name
 from curation.domain.outbox import PROJECT_CLAIM
 from curation.domain.records import ExtractedClaim, FetchPage, RecordFailure, SourceRecord
 from curation.domain.tiers import ClaimStatus, Tier, decide
+from curation.domain.validtime import declared_validity
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
 from curation.ports import (
     Connector,
@@ -201,7 +202,11 @@ def _process(
         target_is_shared=not source.group_id.startswith("u:"),
         writer_is_personal=source.origin_group_id.startswith("u:"),
     )
-    valid_from = record.updated_at or episode.fetched_at
+    # Valid time: what the record declares about itself, else when it was last updated.
+    declared = declared_validity(text)
+    valid_from = declared.valid_from or record.updated_at or episode.fetched_at
+    if declared.note:
+        decision = replace(decision, reason=f"{decision.reason}; {declared.note}"[:200])
     counts: Counter[str] = Counter()
     cited: set[int] = set()
     for item in extracted:

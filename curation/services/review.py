@@ -120,6 +120,14 @@ def _publish(claim: Claim, actor: Principal, *, verb: str = "Published") -> Outc
     claim.verification = Verification.HUMAN_VERIFIED
     _decided(claim, actor)
     live = claim_publish(claim, priority=Priority.INTERACTIVE)
+    if live.pk == claim.pk and live.status == ClaimStatus.SUPERSEDED:
+        # Valid from before the current value began: it went into the history.
+        message = (
+            f"{verb} #{claim.pk} into the history: valid {claim.valid_from:%Y-%m-%d} to "
+            f"{claim.valid_to:%Y-%m-%d}, when #{claim.superseded_by_id} took over "
+            "(a newer value is current)."
+        )
+        return Outcome(claim, Result.PUBLISHED, claim.superseded_by_id or claim.pk, (), message)
     if live.pk == claim.pk:
         superseded = tuple(claim.supersedes.order_by("pk").values_list("pk", flat=True))
         message = f"{verb} #{claim.pk}" + (f"; superseded {_ids(superseded)}" if superseded else "")
