@@ -62,6 +62,10 @@ class ExtractedClaim:
     subject_type: str = "thing"
     object_type: str = "thing"
     span: tuple[int, int] | None = None
+    # When the statement itself says its fact held ("since 2019"); None: the record's time.
+    valid_from: dt.datetime | None = None
+    valid_to: dt.datetime | None = None
+    validity_note: str = ""  # why a date it mentions was not used
 
     def __post_init__(self) -> None:
         if not PREDICATE_PATTERN.match(self.predicate):

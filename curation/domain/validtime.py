@@ -63,3 +63,73 @@ def declared_validity(text: str) -> Declared:
                 return Declared(note=f"valid_from {raw[:40]!r} is not a date: record time used")
             return Declared(valid_from=instant)
     return Declared()
+
+
+# --- Dates written in a sentence ---------------------------------------------------------
+
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august",
+    "september", "october", "november", "december",
+)  # fmt: skip
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DATE = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|{_MONTH}\s+(?:\d{{1,2}},?\s+)?\d{{4}}|\d{{4}})"
+_RANGE = re.compile(
+    rf"\bfrom\s+(?P<start>{_DATE})\s+(?:to|until|till|through)\s+(?P<end>{_DATE})\b", re.I
+)
+_START = re.compile(rf"\b(?:since|as\s+of|from|starting)\s+(?P<start>{_DATE})\b", re.I)
+_END = re.compile(rf"\b(?:until|till)\s+(?P<end>{_DATE})\b", re.I)
+# A cue word followed by something that is not a date ("since last spring").
+_VAGUE = re.compile(
+    rf"\b(?P<cue>since|as\s+of|until|till)\s+(?!{_DATE}\b)(?P<what>[\w'-]+(?:\s+[\w'-]+)?)", re.I
+)
+
+
+@dataclass(frozen=True)
+class Stated:
+    """The validity a sentence states about its fact: from, until, or why it is unused."""
+
+    valid_from: dt.datetime | None = None
+    valid_to: dt.datetime | None = None
+    note: str = ""
+
+
+def written_date(text: str) -> dt.datetime | None:
+    """ "2019", "March 2021", "March 3, 2021", "2021-03-03" as the instant the period
+    named begins (midnight UTC); None if it is none of these or not a real date."""
+    text = text.strip().rstrip(".").replace(",", " ")
+    parts = text.split()
+    try:
+        if len(parts) == 1 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", parts[0]):
+            return parse_instant(parts[0])
+        if len(parts) == 1 and parts[0].isdigit():
+            return dt.datetime(int(parts[0]), 1, 1, tzinfo=dt.UTC)
+        month = next(
+            n for n, name in enumerate(_MONTHS, 1) if name.startswith(parts[0].lower()[:3])
+        )
+        day = int(parts[1]) if len(parts) == 3 else 1
+        return dt.datetime(int(parts[-1]), month, day, tzinfo=dt.UTC)
+    except (StopIteration, ValueError, IndexError):
+        return None
+
+
+def stated_validity(sentence: str) -> Stated:
+    """When a sentence says its fact held: "since 2019", "as of 2022", "from March 2021 to
+    June 2023", "until 2020". An end is where the named period begins (the fact is not
+    claimed past what the sentence says for sure). A vague phrase ("since last spring")
+    is not guessed at: the note says so and the record's time holds."""
+    if found := _RANGE.search(sentence):
+        start, end = written_date(found["start"]), written_date(found["end"])
+        if start is not None and end is not None and end > start:
+            return Stated(valid_from=start, valid_to=end)
+        return Stated(note=f"{found.group(0)!r} is not a period: record time used")
+    start_match, end_match = _START.search(sentence), _END.search(sentence)
+    start = written_date(start_match["start"]) if start_match else None
+    end = written_date(end_match["end"]) if end_match else None
+    if start is not None or end is not None:
+        if start is not None and end is not None and end <= start:
+            return Stated(note=f"{end_match.group(0)!r} ends before it begins: record time used")  # type: ignore[union-attr]
+        return Stated(valid_from=start, valid_to=end)
+    if vague := _VAGUE.search(sentence):
+        said = f"{vague['cue']} {vague['what']}"
+        return Stated(note=f"{said!r} is not a date: record time used")
+    return Stated()

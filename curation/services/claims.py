@@ -55,6 +55,51 @@ def _current_values(claim: Claim) -> list[supersession.CurrentValue]:
     return [supersession.CurrentValue(pk, key, fact) for pk, key, fact in rows]
 
 
+def _record_ended(claim: Claim, *, priority: Priority) -> Claim:
+    """A fact the record says ended ("from 2019 until 2020"): recorded as history, never
+    the current value. For a functional predicate it takes its place in the timeline:
+    it ends where a later value begins, and an earlier closed value ends where it begins
+    (a value published now keeps its interval: an ended fact does not close it)."""
+    claim.status = ClaimStatus.SUPERSEDED
+    claim.status_reason = f"ended {claim.valid_to:%Y-%m-%d}, as the record says"
+    touched: list[Claim] = []
+    if claim.predicate in functional_predicates():
+        timeline = list(
+            Claim.objects.select_for_update()
+            .filter(
+                group_id=claim.group_id, subject=claim.subject, predicate=claim.predicate,
+                status__in=[ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED],
+            )
+            .order_by("valid_from", "pk")
+        )  # fmt: skip
+        after = next((old for old in timeline if old.valid_from > claim.valid_from), None)
+        if after is not None and claim.valid_to is not None and after.valid_from < claim.valid_to:
+            claim.valid_to = after.valid_from
+            claim.superseded_by = after
+        before = next(
+            (old for old in reversed(timeline) if old.valid_from <= claim.valid_from), None
+        )
+        if (
+            before is not None
+            and before.status == ClaimStatus.SUPERSEDED
+            and before.valid_to is not None
+            and before.valid_to > claim.valid_from
+        ):
+            before.valid_to = claim.valid_from
+            before.superseded_by = claim
+            before.version += 1
+            touched.append(before)
+    claim.save()
+    for old in touched:
+        old.save(update_fields=["valid_to", "superseded_by", "version"])
+    for pk in [claim.pk, *(old.pk for old in touched)]:
+        outbox_enqueue(
+            group_id=claim.group_id, kind=PROJECT_CLAIM, payload={"claim_id": pk},
+            priority=priority,
+        )  # fmt: skip
+    return claim
+
+
 def _place_in_history(claim: Claim, *, priority: Priority) -> Claim | None:
     """A value of a functional predicate that arrives late: valid from before the current
     value began. It does not supersede the newer value; it goes into the history where
@@ -115,6 +160,8 @@ def claim_publish(
     A re-confirmation of a value that is already published returns that claim unchanged;
     the caller attaches its evidence there (an unsaved new claim is simply not kept).
     """
+    if claim.valid_to is not None:  # the record says the fact ended: it is history
+        return _record_ended(claim, priority=priority)
     plan = supersession.plan(
         new_object_key=claim.object_key,
         new_fact=claim.fact_text,
@@ -160,6 +207,7 @@ def claim_record(
     new: NewClaim,
     decision: Decision,
     valid_from: dt.datetime,
+    valid_to: dt.datetime | None = None,
     judge: ContradictionJudge | None = None,
 ) -> Claim:
     """Record one extracted claim as the tier decision says, with its evidence.
@@ -186,6 +234,7 @@ def claim_record(
         status=decision.status,
         status_reason=decision.reason,
         valid_from=valid_from,
+        valid_to=valid_to,
     )
     if decision.status is ClaimStatus.PUBLISHED:
         recorded = claim_publish(claim, judge=judge)

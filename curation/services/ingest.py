@@ -22,7 +22,7 @@ from curation.domain.errors import ConnectorError
 from curation.domain.names import normalize_name
 from curation.domain.outbox import PROJECT_CLAIM
 from curation.domain.records import ExtractedClaim, FetchPage, RecordFailure, SourceRecord
-from curation.domain.tiers import ClaimStatus, Tier, decide
+from curation.domain.tiers import ClaimStatus, Decision, Tier, decide
 from curation.domain.validtime import declared_validity
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
 from curation.ports import (
@@ -209,13 +209,17 @@ def _process(
         decision = replace(decision, reason=f"{decision.reason}; {declared.note}"[:200])
     counts: Counter[str] = Counter()
     cited: set[int] = set()
+    now = timezone.now()
     for item in extracted:
+        since = item.valid_from or valid_from
+        until, why = _ended(item, since, now)
         claim = claim_record(
             source=source,
             episode=episode,
             new=_resolve(source, item, adapters, cache),
-            decision=decision,
-            valid_from=valid_from,
+            decision=_noted(decision, "; ".join(n for n in (item.validity_note, why) if n)),
+            valid_from=since,
+            valid_to=until,
             judge=adapters.contradiction,
         )
         if claim.pk in cited:
@@ -227,6 +231,27 @@ def _process(
         counts[claim.status] += 1
     _retire_previous_revision(source, episode)
     return counts
+
+
+def _noted(decision: Decision, note: str) -> Decision:
+    """The decision, its reason saying why a date the statement mentions was not used."""
+    return replace(decision, reason=f"{decision.reason}; {note}"[:200]) if note else decision
+
+
+def _ended(
+    item: ExtractedClaim, valid_from: dt.datetime, now: dt.datetime
+) -> tuple[dt.datetime | None, str]:
+    """The end the statement gives its fact if it is past ("until 2020" of a fact that
+    began before), and why an end it gives is not applied: one in the future holds until
+    then, one before the fact began says nothing usable."""
+    end = item.valid_to
+    if end is None:
+        return None, ""
+    if end <= valid_from:
+        return None, f"ends {end:%Y-%m-%d}, not after it began: end not applied"
+    if end > now:
+        return None, f"ends {end:%Y-%m-%d}, in the future: not applied (current until changed)"
+    return end, ""
 
 
 EXTERNAL_ID_MAX = 500  # Episode.external_id's length

@@ -122,10 +122,14 @@ def _publish(claim: Claim, actor: Principal, *, verb: str = "Published") -> Outc
     live = claim_publish(claim, priority=Priority.INTERACTIVE)
     if live.pk == claim.pk and live.status == ClaimStatus.SUPERSEDED:
         # Valid from before the current value began: it went into the history.
+        until = f"{claim.valid_to:%Y-%m-%d}" if claim.valid_to else "?"
         message = (
-            f"{verb} #{claim.pk} into the history: valid {claim.valid_from:%Y-%m-%d} to "
-            f"{claim.valid_to:%Y-%m-%d}, when #{claim.superseded_by_id} took over "
-            "(a newer value is current)."
+            f"{verb} #{claim.pk} into the history: valid {claim.valid_from:%Y-%m-%d} to {until}"
+        )
+        message += (
+            f", when #{claim.superseded_by_id} took over (a newer value is current)."
+            if claim.superseded_by_id
+            else ", when it ended, as its document says."
         )
         return Outcome(claim, Result.PUBLISHED, claim.superseded_by_id or claim.pk, (), message)
     if live.pk == claim.pk:

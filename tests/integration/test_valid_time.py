@@ -99,3 +99,41 @@ def test_a_shuffled_timeline_answers_every_as_of_from_valid_time(
     assert [(c.valid_from, c.valid_to) for c in history] == [
         (start, STARTS[i + 1] if i + 1 < len(STARTS) else None) for i, start in enumerate(STARTS)
     ]
+
+
+def test_dates_written_in_the_sentences_set_each_claims_validity(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    source_id = markdown_source(tenant_a, tmp_path, tier=1)
+    write_at(
+        tmp_path, "history.md",
+        "# Billing history\n\nThe billing-api ran on k8s-old from March 2021 to June 2023. "
+        "The billing-api runs on k8s-new since June 2023. "
+        "The ledger-db runs on k8s-db since last spring.\n",
+        ARRIVED,
+    )  # fmt: skip
+    report = ingest_now(source_id=source_id, group_id=tenant_a.workspace.group_id)
+    assert not report.error, report.error
+    while process_outbox():
+        pass
+
+    def where(instant: dt.datetime | None) -> list[str]:
+        with rls.tenant_context(tenant_a.principal(tenant_a.viewer)):
+            return sorted(
+                claims_valid(as_of=instant)
+                .filter(subject__canonical_name="billing-api", predicate="RUNS_ON")
+                .values_list("object_entity__canonical_name", flat=True)
+            )
+
+    assert where(None) == ["k8s-new"]
+    assert where(dt.datetime(2021, 2, 1, tzinfo=dt.UTC)) == []
+    assert where(dt.datetime(2022, 1, 1, tzinfo=dt.UTC)) == ["k8s-old"]
+    assert where(dt.datetime(2024, 1, 1, tzinfo=dt.UTC)) == ["k8s-new"]
+    with rls.tenant_context(tenant_a.principal(tenant_a.viewer)):
+        old = Claim.objects.get(object_entity__canonical_name="k8s-old")
+        vague = Claim.objects.get(object_entity__canonical_name="k8s-db")
+    assert (old.status, old.valid_to) == ("superseded", dt.datetime(2023, 6, 1, tzinfo=dt.UTC))
+    assert old.status_reason == "ended 2023-06-01, as the record says"
+    # A vague date is not guessed: record time, and the reason says so.
+    assert vague.valid_from == ARRIVED
+    assert "'since last spring' is not a date: record time used" in vague.status_reason

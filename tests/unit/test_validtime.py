@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from curation.domain.validtime import Declared, declared_validity, parse_instant
+from curation.domain.validtime import Declared, declared_validity, parse_instant, stated_validity
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,37 @@ def test_a_value_that_is_not_a_date_is_not_guessed_and_says_why() -> None:
     assert declared.valid_from is None
     assert declared.note == "valid_from 'since spring 2019' is not a date: record time used"
     assert parse_instant("2019-13-01") is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "start", "end"),
+    [
+        ("The billing-api runs on k8s-1 since 2019.", dt.datetime(2019, 1, 1, tzinfo=dt.UTC), None),
+        ("As of 2022, the api runs on X.", dt.datetime(2022, 1, 1, tzinfo=dt.UTC), None),
+        ("It ran on A from March 2021 to June 2023.", dt.datetime(2021, 3, 1, tzinfo=dt.UTC),
+         dt.datetime(2023, 6, 1, tzinfo=dt.UTC)),
+        ("It ran on A until 2020.", None, dt.datetime(2020, 1, 1, tzinfo=dt.UTC)),
+        ("It runs on B since March 3, 2021.", dt.datetime(2021, 3, 3, tzinfo=dt.UTC), None),
+        ("It runs on C since 2021-02-15.", dt.datetime(2021, 2, 15, tzinfo=dt.UTC), None),
+        ("It runs on D.", None, None),
+    ],
+)  # fmt: skip
+def test_a_sentence_states_when_its_fact_held(
+    sentence: str, start: dt.datetime | None, end: dt.datetime | None
+) -> None:
+    stated = stated_validity(sentence)
+    assert (stated.valid_from, stated.valid_to, stated.note) == (start, end, "")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "note"),
+    [
+        ("It runs on A since last spring.", "'since last spring' is not a date"),
+        ("It ran on A from 2023 to 2021.", "'from 2023 to 2021' is not a period"),
+        ("It ran on A from Smarch 2021 to 2022.", ""),  # not a date: no period at all
+    ],
+)
+def test_a_date_it_cannot_read_is_not_guessed(sentence: str, note: str) -> None:
+    stated = stated_validity(sentence)
+    assert (stated.valid_from, stated.valid_to) == (None, None) or not note
+    assert note in stated.note

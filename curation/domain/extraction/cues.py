@@ -14,6 +14,7 @@ from typing import NamedTuple
 from curation.domain.extraction.markdown import Plain, markdown_blocks
 from curation.domain.extraction.segments import sentence_spans
 from curation.domain.records import ExtractedClaim
+from curation.domain.validtime import stated_validity
 
 
 class _Token(NamedTuple):
@@ -34,8 +35,8 @@ class _Cue:
 
 
 _CUES: dict[str, _Cue] = {
-    r"(?:runs|run|running)\s+on": _Cue("RUNS_ON", 0.7, passive=False),
-    r"(?:depends|depend|depending)\s+on": _Cue("DEPENDS_ON", 0.7, passive=False),
+    r"(?:runs|run|ran|running)\s+on": _Cue("RUNS_ON", 0.7, passive=False),
+    r"(?:depends|depend|depended|depending)\s+on": _Cue("DEPENDS_ON", 0.7, passive=False),
     r"owned\s+by": _Cue("OWNED_BY", 0.75, passive=True),
     r"hosted\s+(?:on|in|at)": _Cue("HOSTED_IN", 0.7, passive=True),
     r"deployed\s+(?:to|on|in|into)": _Cue("DEPLOYED_TO", 0.7, passive=True),
@@ -213,6 +214,7 @@ def _block_claims(block: Plain) -> Iterator[ExtractedClaim]:
         sentence = plain[start:end]
         tokens = [_Token(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(sentence)]
         for subject, obj, cue, confidence in _SentenceReader(sentence, tokens).relations():
+            stated = stated_validity(sentence)
             yield ExtractedClaim(
                 subject=subject,
                 predicate=cue.predicate,
@@ -222,6 +224,9 @@ def _block_claims(block: Plain) -> Iterator[ExtractedClaim]:
                 subject_type=_entity_type(subject, cue.predicate, is_object=False),
                 object_type=_entity_type(obj, cue.predicate, is_object=True),
                 span=block.span(start, end),
+                valid_from=stated.valid_from,
+                valid_to=stated.valid_to,
+                validity_note=stated.note,
             )
 
 
