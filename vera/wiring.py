@@ -153,10 +153,14 @@ def extractors_for(source: Source) -> list[Extractor]:
 
         client = openai_client(base_url=settings.VERA_EXTRACTOR__LLM_BASE_URL, timeout=60)
         free_text.append(LLMExtractor(client=client, model=settings.VERA_EXTRACTOR__LLM_MODEL))
+    structured = StructuredExtractor(
+        valid_from_field=source.config.get("valid_from_field"),
+        valid_to_field=source.config.get("valid_to_field"),
+    )
     if source.kind == "cmdb":
-        return [StructuredExtractor()]
+        return [structured]
     if source.kind == "jira":
-        return [StructuredExtractor(), *free_text]
+        return [structured, *free_text]
     return free_text
 
 

@@ -137,3 +137,43 @@ def test_dates_written_in_the_sentences_set_each_claims_validity(
     # A vague date is not guessed: record time, and the reason says so.
     assert vague.valid_from == ARRIVED
     assert "'since last spring' is not a date: record time used" in vague.status_reason
+
+
+def test_cmdb_columns_named_by_the_source_give_each_records_validity(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    from curation.services.sources import source_create
+
+    export = tmp_path / "cmdb.csv"
+    export.write_text(
+        "id,name,host,in_service,retired\n"
+        "ci-1,payments-api,k8s-a,2019-01-01,2024-03-01\n"
+        "ci-2,ledger,k8s-b,sometime in 2020,\n",
+        encoding="utf-8",
+    )
+    principal = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=tenant_a.workspace.group_id, name="cmdb", kind="cmdb",
+            config={"path": str(export), "valid_from_field": "In_Service",
+                    "valid_to_field": "retired"},
+            trust_tier=1,
+        )  # fmt: skip
+    report = ingest_now(source_id=source.pk, group_id=source.group_id)
+    assert not report.error, report.error
+
+    def host_of(name: str, instant: dt.datetime | None) -> list[str]:
+        with rls.tenant_context(principal):
+            return list(
+                claims_valid(as_of=instant)
+                .filter(subject__canonical_name=name, predicate="RUNS_ON")
+                .values_list("object_entity__canonical_name", flat=True)
+            )
+
+    assert host_of("payments-api", dt.datetime(2020, 6, 1, tzinfo=dt.UTC)) == ["k8s-a"]
+    assert host_of("payments-api", dt.datetime(2018, 6, 1, tzinfo=dt.UTC)) == []
+    assert host_of("payments-api", None) == []  # retired in 2024: history, not current
+    assert host_of("ledger", None) == ["k8s-b"]
+    with rls.tenant_context(principal):
+        ledger = Claim.objects.get(subject__canonical_name="ledger", predicate="RUNS_ON")
+    assert "in_service 'sometime in 2020' is not a date: record time used" in ledger.status_reason

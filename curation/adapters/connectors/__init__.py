@@ -73,6 +73,11 @@ def _slack(config: Config, token: str, policy: SourcePolicy) -> Connector:
     return SlackConnector(token=token, channel=config["channel"], policy=policy, **options)
 
 
+# Structured sources may name the fields that say from when and until when a record's
+# facts held (read by the structured extractor, not by the connector).
+VALIDITY_FIELDS: Mapping[str, type] = {"valid_from_field": str, "valid_to_field": str}
+
+
 @dataclass(frozen=True)
 class _Kind:
     """How to build one kind of connector and which config keys it takes (key -> type)."""
@@ -91,7 +96,10 @@ _KINDS: dict[ConnectorKind, _Kind] = {
         needs_token=False,
     ),
     ConnectorKind.CMDB: _Kind(
-        _cmdb, {"path": (str, Path)}, {"id_field": str, "page_size": int}, needs_token=False
+        _cmdb,
+        {"path": (str, Path)},
+        {"id_field": str, "page_size": int, **VALIDITY_FIELDS},
+        needs_token=False,
     ),
     ConnectorKind.CONFLUENCE: _Kind(
         _confluence,
@@ -100,7 +108,10 @@ _KINDS: dict[ConnectorKind, _Kind] = {
         needs_token=True,
     ),
     ConnectorKind.JIRA: _Kind(
-        _jira, {"base_url": str}, {"jql": str, "page_size": int, "timezone": str}, needs_token=True
+        _jira,
+        {"base_url": str},
+        {"jql": str, "page_size": int, "timezone": str, **VALIDITY_FIELDS},
+        needs_token=True,
     ),
     ConnectorKind.SLACK: _Kind(
         _slack, {"channel": str}, {"base_url": str, "page_size": int}, needs_token=True

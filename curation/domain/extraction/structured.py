@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from curation.domain.extraction.base import to_predicate, unique
 from curation.domain.records import PREDICATE_PATTERN, ExtractedClaim, SourceRecord
+from curation.domain.validtime import parse_instant, written_date
 
 DEFAULT_CMDB_MAPPING: Mapping[str, str] = {
     "host": "RUNS_ON",
@@ -199,18 +201,50 @@ class StructuredExtractor:
     mapping; Jira issues (fields with "key" and "issuetype") use fixed Jira rules.
     """
 
-    def __init__(self, *, mapping: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        mapping: Mapping[str, str] | None = None,
+        valid_from_field: str | None = None,
+        valid_to_field: str | None = None,
+    ) -> None:
         source = DEFAULT_CMDB_MAPPING if mapping is None else mapping
         for predicate in source.values():
             if not PREDICATE_PATTERN.match(predicate):
                 raise ValueError(f"predicate {predicate!r} is not UPPER_SNAKE")
         self.mapping = {key.strip().lower(): predicate for key, predicate in source.items()}
+        self.valid_from_field = (valid_from_field or "").strip().lower() or None
+        self.valid_to_field = (valid_to_field or "").strip().lower() or None
 
     def extract(self, record: SourceRecord, text: str) -> Sequence[ExtractedClaim]:
         jira = _jira_fields(record.fields)
         if jira is not None:
-            return unique(_jira_claims(jira))
-        return unique(self._ci_claims(record, _lower_keys(record.fields)))
+            claims = unique(_jira_claims(jira))
+        else:
+            claims = unique(self._ci_claims(record, _lower_keys(record.fields)))
+        return [replace(claim, **self._validity(record)) for claim in claims]
+
+    def _validity(self, record: SourceRecord) -> dict[str, Any]:
+        """From when (and until when) the record says its facts held, by the configured
+        fields; a value that is not a date is not guessed (the note says so)."""
+        fields = _lower_keys(record.fields)
+        nested = fields.get("fields")
+        if isinstance(nested, Mapping):  # Jira's API shape: {"key", "fields": {...}}
+            fields = {**_lower_keys(nested), **fields}
+        out: dict[str, Any] = {}
+        notes = []
+        for name, key in (("valid_from", self.valid_from_field), ("valid_to", self.valid_to_field)):
+            raw = fields.get(key) if key else None
+            if raw in (None, ""):
+                continue
+            instant = parse_instant(str(raw)) or written_date(str(raw))
+            if instant is None:
+                notes.append(f"{key} {str(raw)[:40]!r} is not a date: record time used")
+            else:
+                out[name] = instant
+        if notes:
+            out["validity_note"] = "; ".join(notes)
+        return out
 
     def _ci_claims(self, record: SourceRecord, fields: dict[str, Any]) -> Iterator[ExtractedClaim]:
         if not fields:
