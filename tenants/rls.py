@@ -99,13 +99,17 @@ def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[
     """A transaction (or savepoint) in which Postgres shows exactly `principal`'s groups.
 
     On normal exit the previous setting is restored, so an enclosing transaction
-    continues with its own principal; on error the savepoint rollback undoes it.
+    continues with its own principal; on error the savepoint rollback undoes it, and so
+    it does when the block was marked for rollback (a refused write answered with a
+    4xx): the setting is transaction-local and goes with the rollback, and no query may
+    run in such a block.
     """
     with transaction.atomic(using=using):
         previous = _get(GROUPS_SETTING, using=using)
         _set(GROUPS_SETTING, _encode(principal), using=using)
         yield principal
-        _set(GROUPS_SETTING, previous, using=using)
+        if not transaction.get_rollback(using=using):
+            _set(GROUPS_SETTING, previous, using=using)
 
 
 @contextmanager

@@ -335,8 +335,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "vera.api.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "vera.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {"TITLE": "VERA API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}
 
