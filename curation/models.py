@@ -334,6 +334,37 @@ class OutboxJob(models.Model):
         return f"{self.kind} #{self.pk} for {self.consumer} ({self.status})"
 
 
+class Tombstone(models.Model):
+    """What remains of an erased source or episode: who, when, why and how much; no content.
+
+    `cleanup` holds what the erasure must still remove outside Postgres (object keys,
+    embedding-cache keys, claim ids for the graph) and `fingerprints` the SHA-256 of each
+    erased text, so a residual scan can look for the content without keeping it.
+    """
+
+    class Status(models.TextChoices):
+        CLEANING = "cleaning"  # Postgres is done; the graph, store and caches not yet
+        COMPLETE = "complete"  # every store cleaned (a residual scan proves it)
+        RETRYING = "retrying"  # a store refused; the worker tries again with backoff
+
+    group_id = models.CharField(max_length=40)
+    kind = models.CharField(max_length=20)  # "source" | "episode"
+    target_id = models.BigIntegerField()
+    actor = models.CharField(max_length=200)
+    reason = models.CharField(max_length=500)
+    counts = models.JSONField(default=dict)
+    cleanup = models.JSONField(default=dict)
+    fingerprints = models.JSONField(default=list)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.CLEANING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"erased {self.kind} {self.target_id} ({self.status})"
+
+
 class OutboxPause(models.Model):
     """One consumer holds off one group's jobs (a rebuild of that group is running).
 

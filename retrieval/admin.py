@@ -15,6 +15,8 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from curation import bootstrap as curation_bootstrap
+from curation.models import Tombstone
 from retrieval import bootstrap
 from retrieval.domain.query import MAX_QUERY_CHARS
 from retrieval.models import (
@@ -36,6 +38,7 @@ from retrieval.services.embedding import (
     embedding_companion,
     embedding_switch,
 )
+from retrieval.services.erasure import erasure_scan
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
 from tenants.admin import WrittenByServices
 from tenants.domain.access import ANONYMOUS, Principal
@@ -462,3 +465,32 @@ class GoldenQueryAdmin(admin.ModelAdmin[GoldenQuery]):
             target=("goldenquery", obj.pk),
             data={"key": obj.key, "changed": sorted(form.changed_data)},
         )
+
+
+# --- Erasure ---------------------------------------------------------------------------
+
+
+@admin.register(Tombstone)
+class TombstoneAdmin(ReadOnlyAdmin):
+    """What remains of each erasure: counts and status, no content. A tombstone left
+    "retrying" shows the store that refused; the action runs the residual scan."""
+
+    list_display = ["created_at", "kind", "target_id", "group_id", "actor", "reason", "status",
+                    "attempts", "last_error"]  # fmt: skip
+    list_filter = ["status", "kind"]
+    exclude = ["fingerprints", "cleanup"]
+    actions = ["verify_selected"]
+
+    @admin.action(description="Verify: scan every store for anything of the erased content")
+    def verify_selected(self, request: HttpRequest, queryset: QuerySet[Tombstone]) -> None:
+        providers = curation_bootstrap.providers()
+        for tombstone in queryset:
+            residue = erasure_scan(
+                tombstone, graph=providers.graph(), store=providers.object_store(),
+                catalog=bootstrap.providers().embedders(),
+            )  # fmt: skip
+            if residue.clean:
+                self.message_user(request, f"{tombstone}: nothing of it remains.", messages.SUCCESS)
+            else:
+                where = "; ".join(f"{name} ({len(ids)})" for name, ids in residue.found.items())
+                self.message_user(request, f"{tombstone}: still found in {where}.", messages.ERROR)

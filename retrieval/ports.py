@@ -92,3 +92,19 @@ class Reranking:
             raise ValueError(f"weight must be a number, not {type(weight).__name__}")
         if not (math.isfinite(weight) and 0.0 <= weight <= 1.0):
             raise ValueError(f"weight must be between 0 and 1, not {weight}")
+
+
+@runtime_checkable
+class EmbeddingCache(Protocol):
+    """An embedder's cache of vectors by text: its keys can be forgotten (erasure)."""
+
+    def key(self, text: str) -> str:
+        """The key a text's vector is cached under (a hash of the text, no text)."""
+        ...
+
+    def forget(self, keys: Sequence[str]) -> None:
+        """Drop these keys everywhere the vectors are cached; raises if a store refuses."""
+
+    def holds(self, keys: Sequence[str]) -> list[str]:
+        """The keys still cached somewhere."""
+        ...

@@ -20,7 +20,7 @@ from django.dispatch import receiver
 from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
-from curation.domain.outbox import LEGACY_RETIRE, PROJECT_CLAIM, Consumer
+from curation.domain.outbox import ERASURE_CLEANUP, LEGACY_RETIRE, PROJECT_CLAIM, Consumer
 from curation.domain.source_policy import token_env_refusal
 from curation.models import OutboxJob, Source
 from curation.ports import (
@@ -36,6 +36,7 @@ from curation.services.ingest import IngestAdapters
 from curation.services.outbox import BatchHandler, Handler
 from curation.services.sources import source_policy
 from retrieval.ports import EmbedderCatalog, Reranker, Reranking
+from retrieval.services.erasure import erasure_cleanup_job
 from retrieval.services.index import index_job, index_jobs, index_prepare
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
@@ -432,7 +433,11 @@ class CurationProviders:
         # The graph and the search index are independent consumers of the same changes.
         if consumer is Consumer.GRAPH:
             project = functools.partial(projection.project_claim, graph=graph())
-            return {PROJECT_CLAIM: project, LEGACY_RETIRE: project}
+            cleanup = functools.partial(
+                erasure_cleanup_job, graph=graph(), store=object_store(),
+                catalog=embedder_catalog(),
+            )  # fmt: skip
+            return {PROJECT_CLAIM: project, LEGACY_RETIRE: project, ERASURE_CLEANUP: cleanup}
         index = functools.partial(index_job, embedder=embedder_catalog())
         return {PROJECT_CLAIM: index, LEGACY_RETIRE: index}
 

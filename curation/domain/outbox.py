@@ -41,3 +41,9 @@ CONSUMERS: tuple[Consumer, ...] = tuple(Consumer)
 # handlers still accept it for jobs written then.)
 PROJECT_CLAIM = "claim.project"
 LEGACY_RETIRE = "claim.retire"
+# What an erasure leaves to do outside Postgres (graph, object store, caches), queued in
+# its transaction and visible a little later: the request does it at once; should the
+# process die first, a worker does the same, idempotent, work.
+ERASURE_CLEANUP = "erasure.cleanup"
+# Kinds a consumer's batch handler takes together; any other kind runs job by job.
+BATCHED_KINDS = frozenset({PROJECT_CLAIM, LEGACY_RETIRE})

@@ -97,8 +97,9 @@ def _retract(claims: QuerySet[Claim], *, reason: str, now: dt.datetime) -> list[
     return ids
 
 
-def _restore(retracted: list[int]) -> list[int]:
-    """Make current again what the retracted claims had superseded, unless replaced since."""
+def restore_superseded(retracted: list[int]) -> list[int]:
+    """Make current again what these claims (retracted, or about to be erased) had
+    superseded, unless replaced since; returns the claims restored."""
     restored: list[int] = []
     functional = functional_predicates()
     superseded = (
@@ -142,7 +143,7 @@ def _finish(
 ) -> Retraction:  # fmt: skip
     now = timezone.now()
     retracted = _retract(claims, reason=reason, now=now)
-    restored = _restore(retracted)
+    restored = restore_superseded(retracted)
     _project(group_id, [*retracted, *restored])
     kind, key = target
     audit_record(

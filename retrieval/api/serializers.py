@@ -76,3 +76,30 @@ class SearchResultSerializer(serializers.Serializer[CitedResult]):
     )
     hits = SearchHitSerializer(many=True)
     weights = WeightsUsedSerializer(many=True, help_text="per workspace with a hit")
+
+
+class EraseSerializer(serializers.Serializer[None]):
+    """Input of an erasure: why, and the confirmation that it cannot be undone."""
+
+    reason = serializers.CharField(max_length=500, help_text="why (kept in the tombstone)")
+    confirm = serializers.BooleanField(
+        default=False,
+        help_text="true to proceed; without it the answer (400) says what would be destroyed",
+    )
+
+
+class TombstoneSerializer(serializers.Serializer[Any]):
+    """What remains of an erased source or episode: no content."""
+
+    id = serializers.IntegerField()
+    group_id = serializers.CharField()
+    kind = serializers.CharField(help_text="source | episode")
+    target_id = serializers.IntegerField()
+    actor = serializers.CharField()
+    reason = serializers.CharField()
+    counts = serializers.DictField(help_text="what was destroyed, by kind")
+    status = serializers.CharField(help_text="cleaning | complete | retrying")
+    attempts = serializers.IntegerField()
+    last_error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True)

@@ -7,4 +7,7 @@ from retrieval.api import views
 urlpatterns = [
     path("search", views.SearchView.as_view(), name="api-search"),
     path("feedback", views.FeedbackView.as_view(), name="api-feedback"),
+    path("sources/<int:pk>/erase", views.SourceEraseView.as_view(), name="api-source-erase"),
+    path("episodes/<int:pk>/erase", views.EpisodeEraseView.as_view(), name="api-episode-erase"),
+    path("tombstones/<int:pk>", views.TombstoneView.as_view(), name="api-tombstone"),
 ]

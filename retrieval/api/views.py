@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -9,13 +10,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from curation.domain.params import MAX_ID
+from curation.models import Episode, Source, Tombstone
 from retrieval import bootstrap, selectors
-from retrieval.api.serializers import SearchResultSerializer
+from retrieval.api.serializers import EraseSerializer, SearchResultSerializer, TombstoneSerializer
 from retrieval.domain.query import InvalidQuery, Query, parse_query
 from retrieval.models import SearchHit
+from retrieval.services.erasure import ErasureRefused, erase, erasure_cleanup_now
 from retrieval.services.feedback import feedback_record
 from retrieval.services.search import server_timing
 from tenants.api.views import principal_of
+from tenants.services.scopes import PermissionDenied
 
 
 def _query(request: Request) -> Query:
@@ -76,3 +81,71 @@ class FeedbackView(APIView):
             {"hit_id": vote.hit_id, "claim_id": vote.claim_id, "helpful": vote.helpful},
             status=status.HTTP_201_CREATED,
         )
+
+
+class _EraseView(APIView):
+    """Erase it (workspace admin): its content leaves every store; a tombstone stays."""
+
+    kind = "source"
+
+    @extend_schema(request=EraseSerializer, responses={200: TombstoneSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        form = EraseSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        model = Source if self.kind == "source" else Episode
+        if pk > MAX_ID or not model.objects.filter(pk=pk).exists():  # RLS: others' too
+            raise exceptions.NotFound(f"No such {self.kind}.")
+        catalog = bootstrap.providers().embedders()
+        try:
+            tombstone = erase(
+                actor=principal_of(request), kind=self.kind, target_id=pk,
+                reason=form.validated_data["reason"], confirm=form.validated_data["confirm"],
+                catalog=catalog,
+            )  # fmt: skip
+        except PermissionDenied as error:
+            raise exceptions.PermissionDenied(str(error)) from None
+        except ErasureRefused as error:
+            raise exceptions.ValidationError({"detail": str(error)}) from None
+        # Postgres first: the erasure is committed before anything else is touched.
+        transaction.on_commit(lambda: _cleanup(tombstone.pk, catalog))
+        return Response(TombstoneSerializer(tombstone).data)
+
+
+def _cleanup(tombstone_id: int, catalog: object) -> None:
+    """After commit: the cleanup at once, under the tombstone's tenancy; on failure the
+    queued job stays for the worker."""
+    from curation import bootstrap as curation_bootstrap
+    from tenants import rls
+    from tenants.selectors import principal_system
+
+    with rls.tenant_context(principal_system("erasure")):
+        tombstone = Tombstone.objects.get(pk=tombstone_id)
+    providers = curation_bootstrap.providers()
+    with rls.tenant_context(principal_system("erasure", group_ids=[tombstone.group_id])):
+        erasure_cleanup_now(
+            tombstone, graph=providers.graph(), store=providers.object_store(),
+            catalog=catalog,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+
+class SourceEraseView(_EraseView):
+    """Erase a source: every episode of it, the claims only they support, the source."""
+
+    kind = "source"
+
+
+class EpisodeEraseView(_EraseView):
+    """Erase one episode (a fetched document) and the claims only it supports."""
+
+    kind = "episode"
+
+
+class TombstoneView(APIView):
+    """What remains of an erasure: counts, status, no content."""
+
+    @extend_schema(responses={200: TombstoneSerializer})
+    def get(self, request: Request, pk: int) -> Response:
+        tombstone = Tombstone.objects.filter(pk=pk).first() if pk <= MAX_ID else None
+        if tombstone is None:
+            raise exceptions.NotFound("No such tombstone.")
+        return Response(TombstoneSerializer(tombstone).data)

@@ -26,13 +26,14 @@ from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from curation.admin import SOURCE_SETTINGS
-from curation.models import Claim, Entity, MergeCandidate, OutboxPause, Source
+from curation.models import Claim, Entity, Episode, MergeCandidate, OutboxPause, Source
 from curation.services.sources import source_create
 from curation.tasks import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, Weights
 from retrieval.models import Feedback, GoldenQuery, SearchHit, WeightSet
 from retrieval.services.calibration import calibration_run
+from retrieval.services.erasure import erase
 from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.index import index_claims
 from retrieval.services.weights import weight_set_activate, weight_set_create
@@ -140,6 +141,7 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
     and the learning loop (a golden query, a calibration run, an active weight set, an
     evaluation with its per-query result)."""
     (tmp_path / "billing.md").write_text("# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
+    (tmp_path / "gone.md").write_text("# Gone\n\nThe gone-api runs on k8s-gone-1.\n")
     other = scope_create(
         kind=ScopeKind.WORKSPACE, name="Acme WS 2", parent_id=tenant_a.workspace.parent_id
     )
@@ -172,6 +174,11 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
         )  # fmt: skip
         _learning_loop(world, group_id)
         OutboxPause.objects.create(group_id=group_id, consumer="graph", reason="graph rebuild")
+        erase(  # a tombstone
+            actor=world.principal, kind="episode",
+            target_id=Episode.objects.get(external_id="gone.md").pk, reason="test",
+            confirm=True, catalog=retrieval_bootstrap.providers().embedders(),
+        )  # fmt: skip
     tenant_a.admin.is_staff = tenant_a.admin.is_superuser = True
     tenant_a.admin.save()
     client.force_login(tenant_a.admin)

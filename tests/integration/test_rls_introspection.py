@@ -27,13 +27,14 @@ from django.test import override_settings
 from django.utils import timezone
 
 from curation.domain.outbox import Consumer
-from curation.models import OutboxPause
+from curation.models import Episode, OutboxPause
 from curation.services.entities import entity_resolve
 from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.services.calibration import calibration_run
 from retrieval.services.embedding import embedding_companion
+from retrieval.services.erasure import erase
 from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.index import index_catch_up
 from retrieval.services.search import Query, feedback_record, search
@@ -99,6 +100,7 @@ def _fill(tenant: Tenant, root: Path) -> None:
     """Rows of `tenant` in every tenant table, each written by the service that owns it."""
     tenant.issue_key(owner=tenant.viewer)  # api key and its audit event
     (root / "billing.md").write_text("# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
+    (root / "gone.md").write_text("# Gone\n\nThe gone-api runs on k8s-gone-1.\n")
     source_id = markdown_source(tenant, root, tier=1)
     report = ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
     assert not report.error, report.error  # episodes, entities, aliases, claims, outbox
@@ -147,6 +149,12 @@ def _fill(tenant: Tenant, root: Path) -> None:
                 actor=principal, group_id=group_id, provider="e5", catalog=catalog, reason="t"
             )
             assert index_catch_up(group_id=group_id, catalog=catalog) > 0
+        # An erased episode: its tombstone (and its cleanup job in the outbox).
+        erase(
+            actor=principal, kind="episode",
+            target_id=Episode.objects.get(external_id="gone.md").pk, reason="t", confirm=True,
+            catalog=providers.embedders(),
+        )  # fmt: skip
 
 
 def _tenant_tables() -> tuple[str, ...]:

@@ -54,6 +54,10 @@ class _LruTtl:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def drop(self, key: str) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
 
 class CachedEmbedder:
     """Embedder port that asks its inner embedder only for texts it has not seen lately.
@@ -105,6 +109,27 @@ class CachedEmbedder:
     def key(self, text: str) -> str:
         """The cache key of `text` for this model and dimension."""
         return self._prefix + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def forget(self, keys: Sequence[str]) -> None:
+        """Remove these keys from this process's cache and from Redis (an erasure).
+
+        Unlike a read, a Redis failure is raised, not skipped: the caller (the erasure's
+        cleanup) must know the keys are not gone, and retries.
+        """
+        for key in keys:
+            self._lru.drop(key)
+        if self._redis is not None and keys:
+            for start in range(0, len(keys), 500):
+                self._redis.delete(*keys[start : start + 500])
+
+    def holds(self, keys: Sequence[str]) -> list[str]:
+        """Which of these keys Redis (or this process) still holds (a residual scan)."""
+        found = [key for key in keys if self._lru.get(key) is not None]
+        if self._redis is not None:
+            for key in keys:
+                if key not in found and self._redis.exists(key):
+                    found.append(key)
+        return found
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         keys = {text: self.key(text) for text in texts}
