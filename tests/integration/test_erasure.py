@@ -209,3 +209,59 @@ def test_the_admin_lists_tombstones_and_verifies_them(
         url, {"action": "verify_selected", "_selected_action": [tombstone.pk]}, follow=True
     )
     assert "nothing of it remains" in after.content.decode()
+
+
+_DIE_AFTER_COMMIT = """
+import os, signal
+from curation.models import Episode
+from retrieval import bootstrap
+from retrieval.services.erasure import erase
+from tenants import rls
+from tenants.selectors import principal_for_user
+actor = principal_for_user({user}, label="dying-request")
+with rls.tenant_context(actor):
+    episode = Episode.objects.get(external_id="billing.md")
+    tombstone = erase(actor=actor, kind="episode", target_id=episode.pk, reason="request",
+                      confirm=True, catalog=bootstrap.providers().embedders())
+print(tombstone.pk, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # committed; the cleanup never runs here
+"""
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_process_killed_between_commit_and_cleanup_leaves_it_to_a_real_worker(
+    tenant_a: Tenant, tmp_path: Path, app_database_url: str
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from curation.tasks import process_outbox as task
+    from tests.support.workers import ROOT, celery_worker
+
+    ingest_markdown(tenant_a, tmp_path / "docs", DOCS)
+    env = {**os.environ, "DATABASE_URL": app_database_url}
+    env.pop("DATABASE_OWNER_URL", None)
+    dying = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         _DIE_AFTER_COMMIT.format(user=tenant_a.admin.pk)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert dying.returncode == -9, dying.stderr[-2000:]
+    tombstone_id = int(dying.stdout.split()[-1])
+    with pytest.raises(CommandError, match="raw artifacts"):
+        _verify(tombstone_id)  # committed in Postgres, the rest not cleaned
+
+    admin = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(admin):  # the job becomes visible (a minute later)
+        OutboxJob.objects.filter(kind="erasure.cleanup").update(available_at=timezone.now())
+    with celery_worker(
+        database_url=app_database_url, log_path=tmp_path / "worker.log", queue="projection",
+        extra_env={"VERA_WORKER_WARM_EMBEDDER": "false"},
+    ):  # fmt: skip
+        task.apply_async(kwargs={"consumer": "graph"}, queue="projection").get(timeout=120)
+
+    with rls.tenant_context(admin):
+        assert Tombstone.objects.get(pk=tombstone_id).status == Tombstone.Status.COMPLETE
+    assert "is complete: nothing of it remains" in _verify(tombstone_id)
