@@ -1,4 +1,4 @@
-"""Retracting a source of 5,000 claims: the decision's time, and until search reflects it.
+"""Retracting, then erasing, a source of 5,000 claims: times, and what remains.
 
     env -u DATABASE_URL -u DATABASE_OWNER_URL -u REDIS_URL \\
         .venv/bin/python -m bench.retraction [--claims 5000] [--reuse]
@@ -13,7 +13,9 @@ retracts the whole source through `source_retract` as its admin and prints:
 - the outbox drained after it (graph edges removed, index documents updated), seconds
   and jobs/s;
 - then checks, and prints, that search finds none of the source's facts now and finds
-  them as of before the retraction (sampled queries).
+  them as of before the retraction (sampled queries);
+- then erases the same source: the Postgres transaction, the cleanup after it (graph,
+  raw bytes, cached embeddings), and the residual scan's finding (must be nothing).
 
 Asserts nothing about time.
 """
@@ -124,6 +126,29 @@ def main() -> int:
     print(f"after             graph edges of the group: {len(edges)}")
     print(f"after             search finds {found()} of {len(sample)} now, "
           f"{found(before)} as of before the retraction")  # fmt: skip
+
+    # Then the same source erased: Postgres in one transaction, the cleanup after it.
+    from retrieval.services.erasure import erase, erasure_cleanup_now, erasure_scan
+
+    catalog = retrieval_bootstrap.providers().embedders()
+    providers = bootstrap.providers()
+    with timed() as took, rls.tenant_context(principal):
+        tombstone = erase(
+            actor=principal, kind="source", target_id=source.pk, reason="bench",
+            confirm=True, catalog=catalog,
+        )  # fmt: skip
+    print(f"erasure           {tombstone.counts} in {took[0]:.2f} s (Postgres, one transaction)")
+    with timed() as took, rls.tenant_context(principal):
+        erasure_cleanup_now(
+            tombstone, graph=providers.graph(), store=providers.object_store(), catalog=catalog
+        )
+    print(f"cleanup           graph, raw bytes and caches in {took[0]:.2f} s")
+    with timed() as took, rls.tenant_context(principal):
+        residue = erasure_scan(
+            tombstone, graph=providers.graph(), store=providers.object_store(), catalog=catalog
+        )
+    print(f"residual scan     {'nothing found' if residue.clean else residue.found} "
+          f"in {took[0]:.2f} s")  # fmt: skip
     return 0
 
 
