@@ -101,8 +101,10 @@ class Plan:
         )
 
 
-def _plan(episodes: list[int]) -> Plan:
+def _plan(episodes: list[int], *, source: Source | None = None) -> Plan:
     cited = set(Evidence.objects.filter(episode_id__in=episodes).values_list("claim_id", flat=True))
+    if source is not None:  # and whatever the source recorded, cited by these or not
+        cited |= set(Claim.objects.filter(source=source).values_list("pk", flat=True))
     elsewhere = set(
         Evidence.objects.filter(claim_id__in=cited)
         .exclude(episode_id__in=episodes)
@@ -236,7 +238,7 @@ def erase(
         raise PermissionDenied("erasing needs the admin role in this workspace")
     if not reason.strip():
         raise ErasureRefused("say why: the reason is kept in the tombstone and the audit log")
-    plan = _plan(episodes)
+    plan = _plan(episodes, source=source)
     if not confirm:
         raise ErasureRefused(plan.describe(f"{kind} {target_id}"))
     caches = _caches(group_id, catalog)
