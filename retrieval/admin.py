@@ -4,6 +4,7 @@ and the learning loop: weight sets (switched by actions), runs (read-only), gold
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, cast
 from urllib.parse import urlencode
 
@@ -31,6 +32,7 @@ from retrieval.models import (
     WeightActivation,
     WeightSet,
 )
+from retrieval.ports import EmbedderCatalog
 from retrieval.services.embedding import (
     SwitchRefused,
     catch_up_progress,
@@ -170,42 +172,17 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         )
         return [switch, companion, *super().get_urls()]
 
-    def _workspaces(self, request: HttpRequest) -> list[Scope]:
-        actor = request_principal(request)
-        return list(
-            Scope.objects.filter(
-                group_id__in=actor.groups_at_least(Role.ADMIN), kind=ScopeKind.WORKSPACE
-            ).order_by("name")
-        )
-
-    def companion_view(self, request: HttpRequest) -> HttpResponse:
-        catalog = bootstrap.providers().embedders()
-        form = EmbeddingCompanionForm(
-            request.POST or None, workspaces=self._workspaces(request), choices=catalog.choices()
-        )
-        if request.method == "POST" and form.is_valid():
-            chosen = form.cleaned_data["companion"]
-            try:
-                outcome = embedding_companion(
-                    actor=request_principal(request), group_id=form.cleaned_data["workspace"],
-                    provider=None if chosen == "none" else chosen, catalog=catalog,
-                    reason=form.cleaned_data["reason"],
-                )  # fmt: skip
-            except (SwitchRefused, PermissionDenied) as refused:
-                form.add_error(None, str(refused))
-            else:
-                self.message_user(request, outcome.message, messages.SUCCESS)
-                return HttpResponseRedirect(reverse("admin:retrieval_groupembedding_changelist"))
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Search a workspace with a second embedding model",
-            "form": form,
-            "offered": catalog.choices(),
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/retrieval/embedding_companion.html", context)
-
-    def switch_view(self, request: HttpRequest) -> HttpResponse:
+    def _model_page(
+        self,
+        request: HttpRequest,
+        form_class: type[_WorkspaceModelForm],
+        use_case: Callable[[dict[str, Any], EmbedderCatalog], str],
+        *,
+        title: str,
+        template: str,
+    ) -> HttpResponse:
+        """A page choosing a workspace and an offered model, then calling the use case
+        (whose refusal is shown on the form, whose message after the redirect)."""
         actor = request_principal(request)
         catalog = bootstrap.providers().embedders()
         workspaces = list(
@@ -213,30 +190,52 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
                 group_id__in=actor.groups_at_least(Role.ADMIN), kind=ScopeKind.WORKSPACE
             ).order_by("name")
         )
-        form = EmbeddingSwitchForm(
-            request.POST or None, workspaces=workspaces, choices=catalog.choices()
-        )
+        form = form_class(request.POST or None, workspaces=workspaces, choices=catalog.choices())
         if request.method == "POST" and form.is_valid():
             try:
-                switch = embedding_switch(
-                    actor=actor, group_id=form.cleaned_data["workspace"],
-                    provider=form.cleaned_data["provider"], catalog=catalog,
-                    reason=form.cleaned_data["reason"],
-                )  # fmt: skip
+                message = use_case(form.cleaned_data, catalog)
             except (SwitchRefused, PermissionDenied) as refused:
                 form.add_error(None, str(refused))
             else:
-                self.message_user(request, switch.message, messages.SUCCESS)
+                self.message_user(request, message, messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:retrieval_groupembedding_changelist"))
         context = {
             **self.admin_site.each_context(request),
-            "title": "Switch a workspace's embedding model",
+            "title": title,
             "form": form,
             "offered": catalog.choices(),
             "default": catalog.default,
             "opts": self.model._meta,
         }
-        return TemplateResponse(request, "admin/retrieval/embedding_switch.html", context)
+        return TemplateResponse(request, template, context)
+
+    def companion_view(self, request: HttpRequest) -> HttpResponse:
+        def use_case(data: dict[str, Any], catalog: EmbedderCatalog) -> str:
+            chosen = data["companion"]
+            return embedding_companion(
+                actor=request_principal(request), group_id=data["workspace"],
+                provider=None if chosen == "none" else chosen, catalog=catalog,
+                reason=data["reason"],
+            ).message  # fmt: skip
+
+        return self._model_page(
+            request, EmbeddingCompanionForm, use_case,
+            title="Search a workspace with a second embedding model",
+            template="admin/retrieval/embedding_companion.html",
+        )  # fmt: skip
+
+    def switch_view(self, request: HttpRequest) -> HttpResponse:
+        def use_case(data: dict[str, Any], catalog: EmbedderCatalog) -> str:
+            return embedding_switch(
+                actor=request_principal(request), group_id=data["workspace"],
+                provider=data["provider"], catalog=catalog, reason=data["reason"],
+            ).message  # fmt: skip
+
+        return self._model_page(
+            request, EmbeddingSwitchForm, use_case,
+            title="Switch a workspace's embedding model",
+            template="admin/retrieval/embedding_switch.html",
+        )  # fmt: skip
 
 
 # --- The learning loop -------------------------------------------------------------------
