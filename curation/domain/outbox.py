@@ -45,5 +45,5 @@ LEGACY_RETIRE = "claim.retire"
 # its transaction and visible a little later: the request does it at once; should the
 # process die first, a worker does the same, idempotent, work.
 ERASURE_CLEANUP = "erasure.cleanup"
-# Kinds a consumer's batch handler takes together; any other kind runs job by job.
-BATCHED_KINDS = frozenset({PROJECT_CLAIM, LEGACY_RETIRE})
+# Kinds a consumer's batch handler never takes (they run job by job, each its own).
+UNBATCHED_KINDS = frozenset({ERASURE_CLEANUP})

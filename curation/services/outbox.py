@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 
-from curation.domain.outbox import BATCHED_KINDS, CONSUMERS, Consumer, Priority
+from curation.domain.outbox import CONSUMERS, UNBATCHED_KINDS, Consumer, Priority
 from curation.models import OutboxJob, OutboxPause
 from kernel.resilience import full_jitter_delay
 from tenants import rls
@@ -247,7 +247,7 @@ def outbox_process(
             logger.warning("outbox batch preparation failed", exc_info=True)
     outcomes: Counter[str] = Counter()
     if batch is not None:
-        handled = [job for job in jobs if job.kind in handlers and job.kind in BATCHED_KINDS]
+        handled = [job for job in jobs if job.kind in handlers and job.kind not in UNBATCHED_KINDS]
         for each in itertools.batched(handled, group):
             if _run_batch(list(each), batch, principal):
                 outcomes["done"] += len(each)
