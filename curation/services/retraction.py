@@ -108,10 +108,11 @@ def restore_superseded(retracted: list[int]) -> list[int]:
         .order_by("-valid_from", "-pk")
     )
     for old in superseded:
+        # The given claims are no rivals (an erasure's are still published at this point).
         rivals = Claim.objects.filter(
             group_id=old.group_id, subject_id=old.subject_id, predicate=old.predicate,
             status=ClaimStatus.PUBLISHED,
-        )  # fmt: skip
+        ).exclude(pk__in=retracted)  # fmt: skip
         if old.predicate not in functional:
             rivals = rivals.filter(object_key=old.object_key)
         if rivals.exists():

@@ -265,3 +265,32 @@ def test_a_process_killed_between_commit_and_cleanup_leaves_it_to_a_real_worker(
     with rls.tenant_context(admin):
         assert Tombstone.objects.get(pk=tombstone_id).status == Tombstone.Status.COMPLETE
     assert "is complete: nothing of it remains" in _verify(tombstone_id)
+
+
+def test_erasing_the_document_of_the_newer_value_makes_the_older_current_again(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    from curation.tasks import ingest_now
+    from tests.support.ingest import T0, T1, write_at
+    from tests.support.tenancy import markdown_source
+
+    write_at(tmp_path, "old.md", "# Old\n\nThe billing-api runs on k8s-prod-1.\n", T0)
+    source_id = markdown_source(tenant_a, tmp_path, tier=1)
+    ingest_now(source_id=source_id, group_id=tenant_a.workspace.group_id)
+    write_at(tmp_path, "new.md", "# New\n\nThe billing-api runs on k8s-prod-2.\n", T1)
+    ingest_now(source_id=source_id, group_id=tenant_a.workspace.group_id)
+    admin = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(admin):
+        assert (
+            Claim.objects.get(status="published", predicate="RUNS_ON").object_entity.canonical_name
+            == "k8s-prod-2"
+        )
+        erase(
+            actor=admin, kind="episode", target_id=_episode(tenant_a, "new.md").pk,
+            reason="wrong", confirm=True, catalog=retrieval_bootstrap.providers().embedders(),
+        )  # fmt: skip
+        current = Claim.objects.select_related("object_entity").get(
+            status="published", predicate="RUNS_ON"
+        )
+    assert current.object_entity.canonical_name == "k8s-prod-1"
+    assert (current.valid_to, current.superseded_by_id) == (None, None)
