@@ -59,6 +59,9 @@ class Postgres:
         as_user: dict[str, Any] = {}
         if user is not None:
             as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
+            # Whatever runs first (a version check of an existing cluster runs before the
+            # folders are prepared), the postgres user must reach the binary and its cwd.
+            make_traversable(args[0], *([self.home] if self.home.exists() else []))
         return subprocess.run(  # noqa: S603 - fixed binaries, no shell
             args,
             cwd=self.home,
