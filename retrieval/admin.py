@@ -29,6 +29,7 @@ from retrieval.models import (
     GroupEmbedding,
     SearchDocument,
     SearchHit,
+    Snapshot,
     WeightActivation,
     WeightSet,
 )
@@ -41,6 +42,7 @@ from retrieval.services.embedding import (
     embedding_switch,
 )
 from retrieval.services.erasure import erasure_scan
+from retrieval.services.snapshots import snapshot_verify
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
 from tenants.admin import WrittenByServices
 from tenants.domain.access import ANONYMOUS, Principal
@@ -493,3 +495,28 @@ class TombstoneAdmin(ReadOnlyAdmin):
             else:
                 where = "; ".join(f"{name} ({len(ids)})" for name, ids in residue.found.items())
                 self.message_user(request, f"{tombstone}: still found in {where}.", messages.ERROR)
+
+
+@admin.register(Snapshot)
+class SnapshotAdmin(ReadOnlyAdmin):
+    """Knowledge snapshots: seal status, pins and notes. Taken on the portal's Snapshots
+    page or the API (a maintenance worker builds them); the action re-checks the seal."""
+
+    list_display = ["pk", "name", "group_id", "status", "created_by", "taken_at", "sealed_at",
+                    "checksum"]  # fmt: skip
+    list_filter = ["status"]
+    search_fields = ["name"]
+    actions = ["verify_selected"]
+
+    @admin.action(description="Verify: recompute the checksum over the snapshot's content")
+    def verify_selected(self, request: HttpRequest, queryset: QuerySet[Snapshot]) -> None:
+        for snapshot in queryset:
+            if snapshot.status != Snapshot.Status.SEALED:
+                self.message_user(request, f"{snapshot}: not sealed.", messages.WARNING)
+            elif snapshot_verify(snapshot):
+                self.message_user(request, f"{snapshot}: its content matches its seal.")
+            else:
+                self.message_user(
+                    request, f"{snapshot}: its content no longer matches its seal; searches of "
+                    "it are refused.", messages.ERROR,
+                )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from django.core.exceptions import ImproperlyConfigured
@@ -26,6 +27,10 @@ class Providers(Protocol):
         ...
 
     def reranking(self) -> Reranking | None: ...
+
+    def fusion(self) -> Mapping[str, float]:
+        """Stage 1's list weights by list name (weighted RRF)."""
+        ...
 
     def search(self) -> Search: ...
 

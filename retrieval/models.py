@@ -510,3 +510,116 @@ class EvaluationResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.query_text[:40]}: nDCG@10 {self.ndcg_at_10:.2f}"
+
+
+# --- Knowledge snapshots: the retrieval inputs of a workspace, frozen and sealed ------
+
+
+class Snapshot(models.Model):
+    """A workspace's retrieval inputs copied at one instant, so a search can be reproduced.
+
+    Taking one writes this row (`building`); a maintenance worker copies the index
+    documents, their postings and votes in one repeatable-read transaction, pins what
+    ranks them (`pins`: the embedding models, predicate set, weight set, fusion,
+    reranker and ranker version) and seals it with a checksum over all of it. A search
+    runs against a sealed snapshot only while its content still has that checksum.
+    Erasure removes erased content from every snapshot and re-seals it, with a note.
+    """
+
+    class Status(models.TextChoices):
+        BUILDING = "building"
+        SEALED = "sealed"
+        FAILED = "failed"
+
+    group_id = models.CharField(max_length=40)
+    name = models.CharField(max_length=200)
+    reason = models.CharField(max_length=500, blank=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.BUILDING)
+    # The system time the copy saw (the repeatable-read transaction's start): searches
+    # of the snapshot rank recency as of then.
+    taken_at = models.DateTimeField(null=True, blank=True)
+    sealed_at = models.DateTimeField(null=True, blank=True)
+    checksum = models.CharField(max_length=64, blank=True)
+    pins = models.JSONField(default=dict, blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    # What happened to it since it was sealed (re-seals after erasures), one line each.
+    notes = models.TextField(blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["group_id", "-created_at"], name="snapshot_group_created")]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(status="sealed") | (Q(sealed_at__isnull=False) & ~Q(checksum="")),
+                name="snapshot_sealed_has_checksum",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.pk} {self.name!r} ({self.status})"
+
+
+class SnapshotDocument(models.Model):
+    """One index document as it was when its snapshot was taken (the signals ranking reads,
+    its vectors, and what a hit shows: the fact and its citations, in `card`)."""
+
+    group_id = models.CharField(max_length=40)
+    snapshot = models.ForeignKey(
+        Snapshot, on_delete=models.CASCADE, related_name="documents", db_index=False
+    )  # the unique (snapshot, claim) index leads with it
+    claim_id = models.BigIntegerField()
+    text = models.TextField()
+    embedding = VectorField(null=True)
+    dimension = models.PositiveIntegerField(null=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+    companion = VectorField(null=True)
+    status = models.CharField(max_length=20)
+    predicate = models.CharField(max_length=100)
+    subject_name = models.CharField(max_length=300)
+    source_id = models.BigIntegerField()
+    tier = models.PositiveSmallIntegerField()
+    authority = models.FloatField()
+    verification = models.FloatField()
+    confidence = models.FloatField()
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField(null=True, blank=True)
+    up = models.PositiveIntegerField(default=0)
+    down = models.PositiveIntegerField(default=0)
+    # The episodes its citations quote: an erasure of any of them removes the document.
+    episode_ids = ArrayField(models.BigIntegerField(), default=list)
+    card = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "claim_id"], name="snapshotdoc_once")
+        ]
+        indexes = [GinIndex(fields=["episode_ids"], name="snapshotdoc_episodes")]
+        triggers = [
+            # Sealed content is never edited: erasure deletes, nothing updates.
+            pgtrigger.Protect(name="snapshotdocument_no_update", operation=pgtrigger.Update)
+        ]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot_id}: claim {self.claim_id}"
+
+
+class SnapshotTerm(models.Model):
+    """One posting of a snapshot's inverted index (BM25 over the snapshot's own corpus)."""
+
+    pk = models.CompositePrimaryKey("snapshot_id", "term", "claim_id")
+    group_id = models.CharField(max_length=40)
+    snapshot = models.ForeignKey(
+        Snapshot, on_delete=models.CASCADE, related_name="+", db_index=False
+    )  # the primary key leads with it
+    term = models.TextField()
+    claim_id = models.BigIntegerField()
+    tf = models.PositiveIntegerField()
+    doc_len = models.PositiveIntegerField()
+
+    class Meta:
+        triggers = [pgtrigger.Protect(name="snapshotterm_no_update", operation=pgtrigger.Update)]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot_id}: {self.term!r} in claim {self.claim_id}"

@@ -101,7 +101,7 @@ def search_result_cited(*, result: Result) -> CitedResult:
             fact=claim.fact_text,
             subject=claim.subject.canonical_name,
             predicate=claim.predicate,
-            object_text=_object_text(claim),
+            object_text=object_text(claim),
             score=round(hit.score, 6),
             subject_id=claim.subject_id,
             object_id=claim.object_entity_id,
@@ -112,7 +112,7 @@ def search_result_cited(*, result: Result) -> CitedResult:
             valid_to=claim.valid_to,
             tier=claim.tier,
             source_name=claim.source.name,
-            citations=tuple(_citation(evidence) for evidence in claim.evidence.all()),
+            citations=tuple(citation_of(evidence) for evidence in claim.evidence.all()),
             weight_version=hit.weight_version,
         )
         for hit in result.hits
@@ -132,13 +132,15 @@ def search_result_cited(*, result: Result) -> CitedResult:
     )
 
 
-def _object_text(claim: Claim) -> str:
+def object_text(claim: Claim) -> str:
+    """The object as a hit shows it: the entity's canonical name, or the literal value."""
     if claim.object_entity is not None:
         return claim.object_entity.canonical_name
     return claim.object_literal or ""
 
 
-def _citation(evidence: Evidence) -> Citation:
+def citation_of(evidence: Evidence) -> Citation:
+    """One piece of evidence as a hit cites it (its snippet cut to SNIPPET_CHARS)."""
     episode = evidence.episode
     return Citation(
         source=episode.source.name,

@@ -1,5 +1,6 @@
 """Maintenance-lane jobs: nightly calibration and golden-set evaluation; re-embedding
-after a workspace's embedding model is switched (every minute, from beat).
+after a workspace's embedding model is switched and building knowledge snapshots (every
+minute, from beat).
 
 Beat sends them on the schedule in the database (django-celery-beat's PeriodicTask
 rows `retrieval-nightly-calibration` and `retrieval-nightly-evaluation`, created by a
@@ -26,6 +27,7 @@ from retrieval.services.calibration import RunInProgress, calibration_run
 from retrieval.services.embedding import catch_up_progress
 from retrieval.services.evaluation import evaluation_run
 from retrieval.services.index import groups_to_catch_up, index_catch_up
+from retrieval.services.snapshots import Pinning, snapshot_build, snapshots_building
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -172,4 +174,29 @@ def index_catch_up_workspaces() -> dict[str, str]:
         else:
             outcomes[group_id] = f"re-embedded {done}; {left} of {total} left"
             logger.info("re-embedding %s: %s", group_id, outcomes[group_id])
+    return outcomes
+
+
+@task(name="retrieval.snapshots_build", acks_late=True)
+def snapshots_build(snapshot_id: int | None = None) -> dict[int, str]:
+    """Build the snapshots waiting to be (one, after its request; all, every minute from
+    beat, so a build that died with its worker, or lost a race with an erasure, is
+    built again)."""
+    with rls.tenant_context(principal_system("snapshots")):
+        waiting = snapshots_building()
+    providers = bootstrap.providers()
+    pinning = Pinning(
+        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
+    )
+    outcomes: dict[int, str] = {}
+    for pk, group_id in waiting:
+        if snapshot_id is not None and pk != snapshot_id:
+            continue
+        actor = principal_system("snapshots", group_ids=[group_id])
+        try:
+            built = snapshot_build(pk, actor=actor, pinning=pinning)
+        except Exception as error:  # one snapshot's failure must not stop the others'
+            outcomes[pk] = f"error: {type(error).__name__}: {error}"
+        else:
+            outcomes[pk] = f"sealed: {built.counts}" if built is not None else "nothing to do"
     return outcomes

@@ -389,6 +389,9 @@ class RetrievalProviders:
     def reranking(self) -> Reranking | None:
         return reranking()
 
+    def fusion(self) -> dict[str, float]:
+        return fusion_weights()
+
     def search(self) -> Callable[..., Any]:
         """retrieval.ports.Search: search with this provider's adapters bound."""
         from retrieval.services.search import search

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from retrieval.domain.ranking import SIGNALS
+from retrieval.models import Snapshot
 from retrieval.selectors import Citation, CitedHit, CitedResult, WeightsUsed
 
 
@@ -34,7 +35,10 @@ class SignalsSerializer(serializers.Serializer[dict[str, float]]):
 class SearchHitSerializer(serializers.Serializer[CitedHit]):
     """One ranked, cited hit; `id` is what POST /api/v1/feedback votes on."""
 
-    id = serializers.IntegerField(source="hit_id")
+    id = serializers.IntegerField(
+        source="hit_id", allow_null=True,
+        help_text="what a vote names; null in a snapshot's hits (votes are for live hits)",
+    )  # fmt: skip
     claim_id = serializers.IntegerField()
     fact = serializers.CharField()
     subject = serializers.CharField()
@@ -103,3 +107,23 @@ class TombstoneSerializer(serializers.Serializer[Any]):
     last_error = serializers.CharField()
     created_at = serializers.DateTimeField()
     completed_at = serializers.DateTimeField(allow_null=True)
+
+
+class SnapshotCreateSerializer(serializers.Serializer[None]):
+    """Input of a snapshot: the workspace, a name, and why (optional)."""
+
+    group_id = serializers.CharField(max_length=40)
+    name = serializers.CharField(max_length=200)
+    reason = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
+
+
+class SnapshotSerializer(serializers.ModelSerializer[Snapshot]):
+    """A knowledge snapshot: what it pins, its seal and what happened to it since."""
+
+    class Meta:
+        model = Snapshot
+        fields = [
+            "id", "group_id", "name", "reason", "created_by", "created_at", "status",
+            "taken_at", "sealed_at", "checksum", "pins", "counts", "notes", "last_error",
+        ]  # fmt: skip
+        read_only_fields = fields

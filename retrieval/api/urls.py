@@ -10,4 +10,6 @@ urlpatterns = [
     path("sources/<int:pk>/erase", views.SourceEraseView.as_view(), name="api-source-erase"),
     path("episodes/<int:pk>/erase", views.EpisodeEraseView.as_view(), name="api-episode-erase"),
     path("tombstones/<int:pk>", views.TombstoneView.as_view(), name="api-tombstone"),
+    path("snapshots", views.SnapshotListView.as_view(), name="api-snapshots"),
+    path("snapshots/<int:pk>", views.SnapshotView.as_view(), name="api-snapshot"),
 ]

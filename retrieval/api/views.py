@@ -1,10 +1,10 @@
-"""GET /api/v1/search and POST /api/v1/feedback."""
+"""Search (live or of a sealed snapshot), feedback, erasure and knowledge snapshots."""
 
 from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,12 +13,26 @@ from rest_framework.views import APIView
 from curation.domain.params import MAX_ID
 from curation.models import Episode, Source, Tombstone
 from retrieval import bootstrap, selectors
-from retrieval.api.serializers import EraseSerializer, SearchResultSerializer, TombstoneSerializer
+from retrieval.api.serializers import (
+    EraseSerializer,
+    SearchResultSerializer,
+    SnapshotCreateSerializer,
+    SnapshotSerializer,
+    TombstoneSerializer,
+)
 from retrieval.domain.query import InvalidQuery, Query, parse_query
-from retrieval.models import SearchHit
+from retrieval.models import SearchHit, Snapshot
+from retrieval.selectors import CitedResult
 from retrieval.services.erasure import ErasureRefused, erase, erasure_cleanup_now
 from retrieval.services.feedback import feedback_record
 from retrieval.services.search import server_timing
+from retrieval.services.snapshots import (
+    SnapshotRefused,
+    snapshot_result_cited,
+    snapshot_search,
+    snapshot_take,
+)
+from retrieval.tasks import snapshots_build
 from tenants.api.views import principal_of
 from tenants.services.scopes import PermissionDenied
 
@@ -43,18 +57,58 @@ class SearchView(APIView):
             OpenApiParameter("entity", str, description="only claims about this subject"),
             OpenApiParameter("source", int, description="only claims from this source id"),
             OpenApiParameter("tier", int, description="only this trust tier, 1..4"),
+            OpenApiParameter(
+                "snapshot",
+                int,
+                description="search this sealed knowledge snapshot instead of the live index "
+                "(its hits carry no hit id: votes are for live hits)",
+            ),
         ],
-        responses={200: SearchResultSerializer},
+        responses={
+            200: SearchResultSerializer,
+            400: OpenApiResponse(description="a bad parameter, with a message for each"),
+            404: OpenApiResponse(description="no such snapshot visible to the caller"),
+            409: OpenApiResponse(
+                description="the snapshot cannot be searched (not sealed, its content no "
+                "longer matches its seal, or its pins cannot be honoured); says why"
+            ),
+        },
     )
     def get(self, request: Request) -> Response:
-        result = bootstrap.search()(
-            query=_query(request), now=timezone.now(), user_id=principal_of(request).user_id
-        )
-        cited = selectors.search_result_cited(result=result)
+        query = _query(request)
+        if query.snapshot is not None:
+            cited = search_snapshot(query)
+        else:
+            result = bootstrap.search()(
+                query=query, now=timezone.now(), user_id=principal_of(request).user_id
+            )
+            cited = selectors.search_result_cited(result=result)
         response = Response(SearchResultSerializer(cited).data)
         # Per-step figures beside the middleware's whole-request `app` metric.
-        response["Server-Timing"] = server_timing(result.timings)
+        response["Server-Timing"] = server_timing(cited.timings)
         return response
+
+
+def search_snapshot(query: Query) -> CitedResult:
+    """The query against the sealed snapshot it names; 404 unseen, 409 refused (says why)."""
+    snapshot = Snapshot.objects.filter(pk=query.snapshot or 0).first()  # RLS: others' too
+    if snapshot is None:
+        raise exceptions.NotFound("No such snapshot.")
+    providers = bootstrap.providers()
+    try:
+        result = snapshot_search(
+            snapshot=snapshot, query=query, catalog=providers.embedders(),
+            reranking=providers.reranking(),
+        )  # fmt: skip
+    except SnapshotRefused as error:
+        raise SnapshotConflict(str(error)) from None
+    return snapshot_result_cited(snapshot=snapshot, result=result)
+
+
+class SnapshotConflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The snapshot cannot be searched."
+    default_code = "snapshot_refused"
 
 
 class FeedbackInput(serializers.Serializer[None]):
@@ -149,3 +203,45 @@ class TombstoneView(APIView):
         if tombstone is None:
             raise exceptions.NotFound("No such tombstone.")
         return Response(TombstoneSerializer(tombstone).data)
+
+
+class SnapshotListView(APIView):
+    """Knowledge snapshots of the caller's workspaces, newest first; POST takes one."""
+
+    @extend_schema(responses={200: SnapshotSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        snapshots = Snapshot.objects.order_by("-created_at", "-pk")[:200]
+        return Response(SnapshotSerializer(snapshots, many=True).data)
+
+    @extend_schema(
+        request=SnapshotCreateSerializer,
+        responses={
+            202: SnapshotSerializer,
+            400: OpenApiResponse(description="no name, or bad input"),
+            403: OpenApiResponse(description="not an admin of the workspace"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        form = SnapshotCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            snapshot = snapshot_take(actor=principal_of(request), **form.validated_data)
+        except PermissionDenied as error:
+            raise exceptions.PermissionDenied(str(error)) from None
+        except SnapshotRefused as error:
+            raise exceptions.ValidationError({"detail": str(error)}) from None
+        # Built by a maintenance worker once this commits (and by beat's sweep, should
+        # this message be lost): 202, its status says when it is sealed.
+        transaction.on_commit(lambda: snapshots_build.delay(snapshot.pk))
+        return Response(SnapshotSerializer(snapshot).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SnapshotView(APIView):
+    """One knowledge snapshot: pins, counts, seal status and notes."""
+
+    @extend_schema(responses={200: SnapshotSerializer})
+    def get(self, request: Request, pk: int) -> Response:
+        snapshot = Snapshot.objects.filter(pk=pk).first() if pk <= MAX_ID else None
+        if snapshot is None:
+            raise exceptions.NotFound("No such snapshot.")
+        return Response(SnapshotSerializer(snapshot).data)

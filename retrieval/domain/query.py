@@ -10,7 +10,7 @@ from curation.domain.params import MAX_ID, TIER_RANGE, InvalidQuery, ParamReader
 
 MAX_QUERY_CHARS = 2000
 DEFAULT_K, MAX_K = 10, 100
-PARAMETERS = ("q", "k", "as_of", "predicate", "entity", "source", "tier")
+PARAMETERS = ("q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot")
 
 __all__ = ["MAX_QUERY_CHARS", "PARAMETERS", "InvalidQuery", "Query", "parse_query"]
 
@@ -26,6 +26,7 @@ class Query:
     entity: str | None = None
     source: int | None = None
     tier: int | None = None
+    snapshot: int | None = None  # a sealed knowledge snapshot to search instead of the index
 
 
 def parse_query(params: Mapping[str, str]) -> Query:
@@ -46,6 +47,7 @@ def parse_query(params: Mapping[str, str]) -> Query:
         entity=reader.text("entity"),
         source=reader.integer("source", low=1, high=MAX_ID),
         tier=reader.integer("tier", low=TIER_RANGE[0], high=TIER_RANGE[1]),
+        snapshot=reader.integer("snapshot", low=1, high=MAX_ID),
     )
     reader.check()
     return query

@@ -16,6 +16,11 @@ from typing import Any, Protocol
 
 HALF_LIFE_S = 30 * 24 * 60 * 60.0  # the spec's 30-day recency half-life
 RRF_K = 1
+# The ranking code's version, pinned by every knowledge snapshot: a sealed snapshot is
+# searched only by the ranker that sealed it (one that ranks differently could not
+# reproduce its answers). Raise it with any change to stage 1's SQL or fusion, the blend,
+# recency, feedback smoothing or stage 3's mixing.
+RANKER_VERSION = "2026.12.1"
 
 
 class _Orderable(Hashable, Protocol):

@@ -9,7 +9,8 @@ confirmation that named what is destroyed):
   support are re-attributed to one of those documents' sources);
 - claims supported elsewhere too lose only this evidence (and are re-projected, so their
   index text and graph edge no longer carry it);
-- a claim that an erased claim superseded is current again, unless replaced since.
+- a claim that an erased claim superseded is current again, unless replaced since;
+- the copies of all this in the workspace's knowledge snapshots, which are re-sealed.
 
 The same transaction writes the tombstone (ids, counts, actor, reason; the keys still
 to clean; the SHA-256 of every erased text, no text) and queues a cleanup job, visible a
@@ -55,6 +56,7 @@ from retrieval.models import (
     SearchHit,
 )
 from retrieval.ports import EmbedderCatalog, EmbeddingCache
+from retrieval.services.snapshots import snapshot_rows_holding, snapshots_forget
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
@@ -245,6 +247,12 @@ def erase(
     cached_texts, erased_texts = _texts(plan)
     cache_keys = sorted({cache.key(text) for cache in caches for text in cached_texts})
     counts = {**plan.counts, **_delete(plan, source=source)}
+    # Knowledge snapshots must not resurrect it: its copies leave them, and they are
+    # re-sealed with a note.
+    counts |= snapshots_forget(
+        group_id=group_id, claims=plan.claims_erased, episodes=plan.episodes,
+        what=f"the erasure of {kind} {target_id}",
+    )  # fmt: skip
     # A sentence another document also says is not erased content: it stays, cited there.
     prints = {fingerprint(text) for text in erased_texts}
     prints -= _still_held(prints)
@@ -345,6 +353,7 @@ _TEXT_COLUMNS = (
     ("curation_claim", "fact_text"),
     ("retrieval_searchdocument", "text"),
     ("retrieval_searchhit", "query_text"),
+    ("retrieval_snapshotdocument", "text"),
 )
 
 
@@ -386,6 +395,7 @@ def erasure_scan(
     )
     for name, queryset in by_id:
         found[name] = [str(pk) for pk in queryset.values_list("pk", flat=True)[:20]]
+    found["snapshot documents"] = snapshot_rows_holding(claims=claims, episodes=episodes)
     if tombstone.kind == "source":
         found["source"] = [
             str(pk)

@@ -1,12 +1,14 @@
-"""URLs of the portal's search and Quality pages."""
+"""URLs of the portal's search, Snapshots and Quality pages."""
 
 from django.urls import path
 
-from retrieval.web import quality, views
+from retrieval.web import quality, snapshots, views
 
 app_name = "search"
 urlpatterns = [
     path("search/", views.search_page, name="page"),
+    path("snapshots/", snapshots.snapshots_page, name="snapshots"),
+    path("snapshots/take", snapshots.snapshots_take, name="snapshots-take"),
     path("quality/", quality.quality_page, name="quality"),
     path("quality/weights/<int:weight_set_id>/activate", quality.weights_activate,
          name="quality-activate"),

@@ -9,7 +9,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from retrieval import bootstrap, selectors
-from retrieval.domain.query import InvalidQuery, parse_query
+from retrieval.domain.query import InvalidQuery, Query, parse_query
+from retrieval.models import Snapshot
+from retrieval.services.snapshots import SnapshotRefused, snapshot_result_cited, snapshot_search
 from tenants.middleware import request_principal
 from tenants.web.views import htmx_partial
 
@@ -17,8 +19,17 @@ from tenants.web.views import htmx_partial
 @login_required
 @require_GET
 def search_page(request: HttpRequest) -> HttpResponse:
-    """Ranked, cited hits for the signed-in user's scopes; a bad query shows its messages."""
-    context: dict[str, object] = {"q": request.GET.get("q", "")}
+    """Ranked, cited hits for the signed-in user's scopes; a bad query shows its messages.
+
+    With a sealed snapshot chosen, the hits are the snapshot's (as it answered when
+    sealed); one that cannot be searched says why.
+    """
+    sealed = Snapshot.objects.filter(status=Snapshot.Status.SEALED).order_by("-created_at")
+    context: dict[str, object] = {
+        "q": request.GET.get("q", ""),
+        "snapshot": request.GET.get("snapshot", ""),
+        "snapshots": list(sealed[:50]),
+    }
     if context["q"]:
         try:
             # The form's blank fields mean "not given".
@@ -26,8 +37,30 @@ def search_page(request: HttpRequest) -> HttpResponse:
         except InvalidQuery as error:
             context["errors"] = error.errors
         else:
-            user_id = request_principal(request).user_id
-            result = bootstrap.search()(query=query, now=timezone.now(), user_id=user_id)
-            context["result"] = selectors.search_result_cited(result=result)
+            if query.snapshot is not None:
+                context.update(_snapshot_results(query))
+            else:
+                user_id = request_principal(request).user_id
+                result = bootstrap.search()(query=query, now=timezone.now(), user_id=user_id)
+                context["result"] = selectors.search_result_cited(result=result)
     template = "retrieval/search.html#results" if htmx_partial(request) else "retrieval/search.html"
     return render(request, template, context)
+
+
+def _snapshot_results(query: Query) -> dict[str, object]:
+    """The snapshot's cited hits, or the reason it cannot be searched."""
+    snapshot = Snapshot.objects.filter(pk=query.snapshot or 0).first()  # RLS: others' too
+    if snapshot is None:
+        return {"errors": {"snapshot": "No such snapshot."}}
+    providers = bootstrap.providers()
+    try:
+        result = snapshot_search(
+            snapshot=snapshot, query=query, catalog=providers.embedders(),
+            reranking=providers.reranking(),
+        )  # fmt: skip
+    except SnapshotRefused as error:
+        return {"errors": {"snapshot": str(error)}}
+    return {
+        "result": snapshot_result_cited(snapshot=snapshot, result=result),
+        "searched": snapshot,
+    }

@@ -36,6 +36,7 @@ from retrieval.services.calibration import calibration_run
 from retrieval.services.erasure import erase
 from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.index import index_claims
+from retrieval.services.snapshots import Pinning, snapshot_copy, snapshot_take
 from retrieval.services.weights import weight_set_activate, weight_set_create
 from tenants import rls
 from tenants.domain.access import Principal
@@ -174,6 +175,9 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
         )  # fmt: skip
         _learning_loop(world, group_id)
         OutboxPause.objects.create(group_id=group_id, consumer="graph", reason="graph rebuild")
+        snapshot = snapshot_take(actor=world.principal, group_id=group_id, name="audit")
+        snapshot_copy(snapshot.pk, Pinning(catalog=retrieval_bootstrap.providers().embedders(),
+                                           reranking=None, fusion={}))  # fmt: skip
         erase(  # a tombstone
             actor=world.principal, kind="episode",
             target_id=Episode.objects.get(external_id="gone.md").pk, reason="test",

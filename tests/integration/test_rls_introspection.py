@@ -38,6 +38,7 @@ from retrieval.services.erasure import erase
 from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.index import index_catch_up
 from retrieval.services.search import Query, feedback_record, search
+from retrieval.services.snapshots import Pinning, snapshot_copy, snapshot_take
 from retrieval.services.weights import weight_set_activate
 from tenants import rls
 from tenants.domain.access import Principal
@@ -149,7 +150,13 @@ def _fill(tenant: Tenant, root: Path) -> None:
                 actor=principal, group_id=group_id, provider="e5", catalog=catalog, reason="t"
             )
             assert index_catch_up(group_id=group_id, catalog=catalog) > 0
-        # An erased episode: its tombstone (and its cleanup job in the outbox).
+        # A knowledge snapshot: its documents and postings (copied in this transaction,
+        # which the worker's build makes a repeatable-read one of its own).
+        snapshot = snapshot_take(actor=principal, group_id=group_id, name="t")
+        pinning = Pinning(catalog=providers.embedders(), reranking=None, fusion={})
+        assert snapshot_copy(snapshot.pk, pinning) is not None
+        # An erased episode: its tombstone (and its cleanup job in the outbox); the
+        # snapshot is re-sealed without it.
         erase(
             actor=principal, kind="episode",
             target_id=Episode.objects.get(external_id="gone.md").pk, reason="t", confirm=True,

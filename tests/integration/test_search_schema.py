@@ -27,7 +27,7 @@ def test_schema_documents_every_search_parameter_and_the_hit_shape(
     schema = _schema(client, tenant_a)
     operation = schema["paths"]["/api/v1/search"]["get"]
     names = {parameter["name"] for parameter in operation["parameters"]}
-    assert names == {"q", "k", "as_of", "predicate", "entity", "source", "tier"}
+    assert names == {"q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot"}
     components = schema["components"]["schemas"]
     assert set(components["Signals"]["properties"]) == set(SIGNALS)
     assert {"id", "score", "signals", "citations", "rerank"} <= set(

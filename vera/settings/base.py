@@ -136,6 +136,7 @@ CELERY_TASK_ROUTES = {
     "retrieval.calibrate_workspaces": {"queue": "maintenance"},
     "retrieval.evaluate_workspaces": {"queue": "maintenance"},
     "retrieval.index_catch_up": {"queue": "maintenance"},
+    "retrieval.snapshots_build": {"queue": "maintenance"},
 }
 # Beat reads its schedule from the database (django-celery-beat): the entries below are
 # written there at each start; the nightly learning jobs are rows a migration created,
@@ -255,6 +256,12 @@ VERA_OUTBOX__GRAPH_BATCH = env_int("VERA_OUTBOX__GRAPH_BATCH", default=200)
 # A workspace switched to another embedding model is re-embedded a bounded batch a tick.
 CELERY_BEAT_SCHEDULE["retrieval-index-catch-up"] = {
     "task": "retrieval.index_catch_up",
+    "schedule": 60.0,
+    "options": {"expires": 60.0},
+}
+# Knowledge snapshots waiting to be built (each is also sent at once when taken).
+CELERY_BEAT_SCHEDULE["retrieval-snapshots-build"] = {
+    "task": "retrieval.snapshots_build",
     "schedule": 60.0,
     "options": {"expires": 60.0},
 }

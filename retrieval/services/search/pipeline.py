@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from django.db import transaction
 
@@ -38,6 +39,33 @@ STAGE1_DEPTH = 50
 
 # One embedder for every workspace, or the offered models, each workspace its own.
 Embedders = Embedder | EmbedderCatalog
+# Query embedders named outright, each with whether it is a companion model (a snapshot
+# search uses the models it pinned, not the workspaces' current ones).
+Pinned = list[tuple[Embedder, bool]]
+
+
+class Index(Protocol):
+    """What stage 1 and the blend read: the live index (the `sql` module) or a sealed
+    snapshot (`snapshot_sql.SnapshotIndex`)."""
+
+    def fulltext(self, query: Query, where: str, params: list[Any], depth: int) -> list[int]: ...
+
+    def term_coverage(self, text: str) -> float: ...
+
+    def vector(
+        self,
+        embedding: list[float],
+        where: str,
+        params: list[Any],
+        depth: int,
+        *,
+        model: str,
+        companion: bool = False,
+    ) -> list[tuple[int, float]]: ...
+
+    def votes(self, claim_ids: list[int]) -> dict[int, tuple[int, int]]: ...
+
+    def documents(self, claim_ids: list[int], *, with_text: bool) -> dict[int, sql.Candidate]: ...
 
 
 @dataclass(frozen=True)
@@ -90,12 +118,21 @@ def stage1_lists(
     embedder: Embedders | None,
     depth: int = STAGE1_DEPTH,
     watch: Stopwatch | None = None,
+    index: Index = sql,
+    pinned: Pinned | None = None,
 ) -> Lists:
-    """`stage1`, with the vector lists' cosine similarities (for `fuse`)."""
+    """`stage1`, with the vector lists' cosine similarities (for `fuse`).
+
+    `index` is what is searched (the live index unless a snapshot); `pinned`, when
+    given, names the query embedders instead of `embedder`.
+    """
     watch = watch or Stopwatch()
     where, params = sql.where_clause(query)
-    embedders = [(each, False) for each in query_embedders(embedder)]
-    embedders += [(each, True) for each in companion_embedders(embedder)]
+    if pinned is not None:
+        embedders = list(pinned)
+    else:
+        embedders = [(each, False) for each in query_embedders(embedder)]
+        embedders += [(each, True) for each in companion_embedders(embedder)]
     # The query is embedded while Postgres runs the lexical half: the model and the
     # database wait both release the GIL, so the two overlap instead of adding up.
     pool = _embedding_pool()
@@ -103,8 +140,8 @@ def stage1_lists(
         (each, companion, pool.submit(each.embed, [query.text])) for each, companion in embedders
     ]
     with watch.step("lexical"):
-        rankings = {"fulltext": sql.fulltext(query, where, params, depth)}
-        coverage = sql.term_coverage(query.text) if embedders else 1.0
+        rankings = {"fulltext": index.fulltext(query, where, params, depth)}
+        coverage = index.term_coverage(query.text) if embedders else 1.0
     scores: list[float] = []
     languages: dict[str, frozenset[str] | None] = {}
     for each, companion, embedding in embeddings:
@@ -113,7 +150,7 @@ def stage1_lists(
         if vector is None:
             continue
         with watch.step("vector"):
-            nearest = sql.vector(
+            nearest = index.vector(
                 vector, where, params, depth, model=each.model, companion=companion
             )
         if companion:
@@ -202,9 +239,9 @@ def _embedding_pool() -> ThreadPoolExecutor:
 
 
 def _candidates(
-    query: Query, fused: dict[int, float], docs: dict[int, sql.Candidate]
+    query: Query, fused: dict[int, float], docs: dict[int, sql.Candidate], index: Index
 ) -> dict[int, ranking.CandidateFacts]:
-    votes = sql.votes(list(docs))
+    votes = index.votes(list(docs))
     return {
         claim_id: ranking.CandidateFacts(
             stage1=fused[claim_id],
@@ -251,6 +288,8 @@ def search(
     reranking: Reranking | None = None,
     record: bool = True,
     fusion: Mapping[str, float] | None = None,
+    index: Index = sql,
+    pinned: Pinned | None = None,
 ) -> Result:
     """Rank, cite and log: every returned hit's signal vector is stored for calibration.
 
@@ -259,18 +298,19 @@ def search(
     `record` False nothing is logged (golden-set evaluation must not become feedback
     samples) and the hits carry no hit id. `fusion` weighs stage 1's lists by name
     (`fulltext`, `vector`) in weighted RRF; a list it does not name counts 1.0.
+    `index` and `pinned` search a sealed snapshot (`retrieval.services.snapshots`).
     """
     watch = Stopwatch()
-    lists = stage1_lists(query, embedder=embedder, watch=watch)
+    lists = stage1_lists(query, embedder=embedder, watch=watch, index=index, pinned=pinned)
     rankings = lists.rankings
     with watch.step("blend"):
         fused, _ = fuse(query, lists, embedder=embedder, base=fusion)
-        docs = sql.documents(list(fused), with_text=reranking is not None)
+        docs = index.documents(list(fused), with_text=reranking is not None)
         choices = {} if weights else weights_active({d.group_id for d in docs.values()})
         choice = {cid: choices.get(doc.group_id, weights or ranking.DEFAULT_CHOICE)
                   for cid, doc in docs.items()}  # fmt: skip
         ranked = ranking.rank(
-            _candidates(query, fused, docs),
+            _candidates(query, fused, docs, index),
             weights=lambda claim_id: choice[claim_id].weights,
             now=now,
             half_life_s=half_life_s,
@@ -308,7 +348,8 @@ def search(
         )
         for claim_id, score in top
     ]
-    degraded = ("vector",) if embedder is not None and "vector" not in rankings else ()
+    wanted = bool(pinned) if pinned is not None else embedder is not None
+    degraded = ("vector",) if wanted and "vector" not in rankings else ()
     used = {docs[cid].group_id: choice[cid] for cid, _ in top}
     return Result(
         query_id=query_id,

@@ -1,0 +1,259 @@
+"""Knowledge snapshots: taken by an admin, built by a real maintenance worker in one
+repeatable-read transaction, sealed; searched, they answer as they did when sealed,
+whatever the live index does since. Tampered, unsealed or unreproducible ones are
+refused (409, with the reason); erasure removes its content from them and re-seals them.
+
+Real Postgres (RLS as the app role), Redis, FalkorDB, the real ingest pipeline and
+outbox, and the REST API.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import time
+from collections.abc import Iterator
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
+from django.test import Client
+
+from curation.models import Source
+from curation.tasks import ingest_now, process_outbox
+from retrieval import bootstrap
+from retrieval.domain import ranking
+from retrieval.domain.ranking import Weights
+from retrieval.models import SearchDocument, Snapshot, SnapshotDocument
+from retrieval.services.snapshots import Pinning, snapshot_build, snapshot_take
+from retrieval.services.weights import weight_set_activate, weight_set_create
+from tenants import rls
+from tenants.models import AuditEvent
+from tenants.selectors import principal_system
+from tests.support.ingest import T0, T1, ingest_billing_history, ingest_markdown, write_at
+from tests.support.tenancy import Tenant
+from tests.support.workers import celery_worker
+
+QUESTION = "which cluster does the billing-api run on"
+
+
+@pytest.fixture
+def maintenance_worker(app_database_url: str, tmp_path: Path) -> Iterator[subprocess.Popen]:
+    with celery_worker(
+        database_url=app_database_url, log_path=tmp_path / "worker.log", queue="maintenance",
+        extra_env={"VERA_WORKER_WARM_EMBEDDER": "false"},
+    ) as process:  # fmt: skip
+        yield process
+
+
+def _get(client: Client, user, url: str, **params: object):
+    client.force_login(user)
+    return client.get(url, params)
+
+
+def _post(client: Client, user, url: str, **body: object):
+    client.force_login(user)
+    return client.post(url, body, content_type="application/json")
+
+
+def _search(client: Client, user, **params: object) -> tuple[int, dict]:
+    response = _get(client, user, "/api/v1/search", q=QUESTION, k=10, **params)
+    return response.status_code, response.json()
+
+
+def _answer(body: dict) -> list[tuple]:
+    """What a reader of the hits sees, in order: fact, status, validity, score, citations."""
+    return [
+        (hit["claim_id"], hit["fact"], hit["status"], hit["valid_from"], hit["valid_to"],
+         hit["score"], [c["snippet"] for c in hit["citations"]])
+        for hit in body["hits"]
+    ]  # fmt: skip
+
+
+def _sealed(client: Client, user, snapshot_id: int) -> dict:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        body = _get(client, user, f"/api/v1/snapshots/{snapshot_id}").json()
+        if body["status"] != "building":
+            return body
+        time.sleep(0.3)
+    pytest.fail("the snapshot was not built within 90 s")
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_sealed_snapshot_answers_as_it_did_whatever_the_index_does_since(
+    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path, client: Client,
+    maintenance_worker: subprocess.Popen,
+) -> None:  # fmt: skip
+    root = tmp_path / "a"
+    ingest_billing_history(tenant_a, root)
+    ingest_markdown(tenant_b, tmp_path / "b", {"b.md": "# B\n\nThe billing-api runs on b-1.\n"})
+    group_id = tenant_a.workspace.group_id
+    url = "/api/v1/snapshots"
+
+    # Who may take one, and bad input.
+    assert _post(client, tenant_a.viewer, url, group_id=group_id, name="x").status_code == 403
+    assert _post(client, tenant_b.admin, url, group_id=group_id, name="x").status_code == 403
+    assert _post(client, tenant_a.admin, url, group_id=group_id).status_code == 400
+    assert _post(client, tenant_a.admin, url, group_id=group_id, name=" ").status_code == 400
+    taken = _post(client, tenant_a.admin, url, group_id=group_id, name="Q4 audit", reason="SOX")
+    assert taken.status_code == 202, taken.content
+    assert taken.json()["status"] == "building"
+    snapshot_id = taken.json()["id"]
+
+    # The worker builds and seals it (the request sent it the job after commit).
+    body = _sealed(client, tenant_a.viewer, snapshot_id)
+    assert body["status"] == "sealed", body
+    assert len(body["checksum"]) == 64
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        indexed = SearchDocument.objects.count()  # every status: `as_of` works inside it
+        assert SearchDocument.objects.exclude(status="published").exists()
+    assert body["counts"]["documents"] == indexed
+    assert body["pins"]["ranker_version"] == ranking.RANKER_VERSION
+    assert body["pins"]["weights"]["version"] == 0
+    assert body["pins"]["embedding"]["provider"] == "hashing"
+    assert "RUNS_ON" in body["pins"]["predicates"]["present"]
+    status, then = _search(client, tenant_a.viewer, snapshot=snapshot_id)
+    assert status == 200, then
+    assert then["hits"]
+    assert all(hit["id"] is None for hit in then["hits"])  # votes are for live hits
+    assert "k8s-prod-2" in then["hits"][0]["fact"]
+    status, live_then = _search(client, tenant_a.viewer)
+    assert [h["claim_id"] for h in live_then["hits"]] == [h["claim_id"] for h in then["hits"]]
+
+    # The live knowledge moves on: a new value supersedes, a vote, new weights.
+    later = T1 + dt.timedelta(days=1)
+    write_at(root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-3.\n", later)
+    admin = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(admin):
+        source = Source.objects.get()
+    assert not ingest_now(source_id=source.pk, group_id=group_id).error
+    hit_id = live_then["hits"][0]["id"]
+    vote = _post(client, tenant_a.viewer, "/api/v1/feedback", hit_id=hit_id, helpful=False)
+    assert vote.status_code == 201
+    with rls.tenant_context(admin):
+        chosen = weight_set_create(
+            group_id=group_id, origin="manual",
+            weights=Weights.from_mapping({"relevance": 1, "authority": 1, "verification": 1,
+                                          "recency": 5, "feedback": 1, "confidence": 1}),
+        )  # fmt: skip
+        weight_set_activate(actor=admin, weight_set_id=chosen.pk, confirm=True)
+    while process_outbox():
+        pass
+    status, live_now = _search(client, tenant_a.viewer)
+    assert "k8s-prod-3" in live_now["hits"][0]["fact"]
+    assert _answer(live_now) != _answer(live_then)
+
+    # The snapshot: the same hits, scores, statuses, validity and citations.
+    status, again = _search(client, tenant_a.viewer, snapshot=snapshot_id)
+    assert status == 200
+    assert _answer(again) == _answer(then)
+    assert [w["version"] for w in again["weights"]] == [0]
+    # Time travel inside it: as of a day after T0, k8s-prod-1 was the value.
+    day = (T0 + dt.timedelta(days=1)).isoformat()
+    status, old = _search(client, tenant_a.viewer, snapshot=snapshot_id, as_of=day)
+    assert "k8s-prod-1" in old["hits"][0]["fact"]
+
+    # Another tenant cannot see it; a bad id is a 400 with a message.
+    assert _search(client, tenant_b.viewer, snapshot=snapshot_id)[0] == 404
+    assert _get(client, tenant_b.viewer, f"{url}/{snapshot_id}").status_code == 404
+    assert snapshot_id not in [s["id"] for s in _get(client, tenant_b.admin, url).json()]
+    status, bad = _search(client, tenant_a.viewer, snapshot="x")
+    assert status == 400
+    assert "snapshot" in bad
+
+    # Sealed rows cannot be edited; a deleted posting breaks the seal: refused.
+    with rls.tenant_context(admin):
+        with pytest.raises(DatabaseError, match="Cannot update"), transaction.atomic():
+            SnapshotDocument.objects.filter(snapshot_id=snapshot_id).update(text="forged")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM retrieval_snapshotterm WHERE ctid IN (SELECT ctid FROM"
+                " retrieval_snapshotterm WHERE snapshot_id = %s LIMIT 1)",
+                [snapshot_id],
+            )
+    status, refused = _search(client, tenant_a.viewer, snapshot=snapshot_id)
+    assert status == 409
+    assert "no longer matches its seal" in refused["detail"]
+    with rls.tenant_context(admin):
+        assert AuditEvent.objects.filter(action="snapshot.take").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_erasure_removes_its_content_from_sealed_snapshots_which_are_resealed(
+    tenant_a: Tenant, tmp_path: Path, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = {
+        "billing.md": "# Billing\n\nThe billing-api runs on k8s-secret-7. "
+        "The billing-api is owned by payments-team.\n",
+        "team.md": "# Team\n\nThe billing-api is owned by payments-team.\n",
+        "ledger.md": "# Ledger\n\nThe ledger-api runs on k8s-prod-1.\n",
+    }
+    source_id = ingest_markdown(tenant_a, tmp_path, docs)
+    other_id = ingest_markdown(
+        tenant_a, tmp_path / "o", {"o.md": "# O\n\nThe audit-api runs on k8s-prod-9.\n"},
+        name="other",
+    )  # fmt: skip
+    group_id = tenant_a.workspace.group_id
+    admin = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(admin):
+        snapshot = snapshot_take(actor=admin, group_id=group_id, name="before")
+        unsealed = snapshot_take(actor=admin, group_id=group_id, name="pending")
+    providers = bootstrap.providers()
+    pinning = Pinning(
+        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
+    )
+    built = snapshot_build(
+        snapshot.pk, actor=principal_system("t", group_ids=[group_id]), pinning=pinning
+    )
+    assert built is not None
+    assert built.status == Snapshot.Status.SEALED
+
+    def hits(q: str, snapshot_id: int) -> list[str]:
+        response = _get(client, tenant_a.viewer, "/api/v1/search", q=q, snapshot=snapshot_id)
+        assert response.status_code == 200, response.content
+        return [hit["fact"] for hit in response.json()["hits"]]
+
+    assert any("k8s-secret-7" in fact for fact in hits("k8s-secret-7", snapshot.pk))
+    # Unsealed, or sealed by another ranker: refused, saying why.
+    response = _get(client, tenant_a.viewer, "/api/v1/search", q="x", snapshot=unsealed.pk)
+    assert response.status_code == 409
+    assert "still being built" in response.json()["detail"]
+    monkeypatch.setattr(ranking, "RANKER_VERSION", "0-other")
+    response = _get(client, tenant_a.viewer, "/api/v1/search", q="x", snapshot=snapshot.pk)
+    assert response.status_code == 409
+    assert "cannot reproduce it" in response.json()["detail"]
+    monkeypatch.undo()
+
+    with rls.tenant_context(admin):
+        quoting = SnapshotDocument.objects.filter(snapshot=snapshot, source_id=source_id).count()
+    erased = _post(
+        client, tenant_a.admin, f"/api/v1/sources/{source_id}/erase", reason="GDPR", confirm=True
+    )
+    assert erased.status_code == 200, erased.content
+    tombstone = erased.json()
+    assert tombstone["counts"]["snapshot_documents"] == quoting  # every copy of the source
+
+    with rls.tenant_context(admin):
+        snapshot.refresh_from_db()
+        unsealed.refresh_from_db()
+        left = sorted(
+            SnapshotDocument.objects.filter(snapshot=snapshot).values_list("text", flat=True)
+        )
+    assert snapshot.status == Snapshot.Status.SEALED
+    assert f"re-sealed after the erasure of source {source_id}" in snapshot.notes
+    assert "while building" in unsealed.notes  # a build under way starts again
+    assert left
+    assert all("k8s-secret-7" not in text and "payments-team" not in text for text in left)
+    for q in ("k8s-secret-7", "billing-api payments-team", "ledger-api"):
+        assert not any(
+            word in fact for fact in hits(q, snapshot.pk) for word in ("secret", "ledger", "team")
+        )
+    assert any("audit-api" in fact for fact in hits("audit-api", snapshot.pk))  # the rest stays
+    out = StringIO()
+    call_command("erasure_verify", str(tombstone["id"]), stdout=out)
+    assert "is complete: nothing of it" in out.getvalue()
+    assert other_id
