@@ -218,6 +218,8 @@ def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
         # Retraction is offered to whoever may retract, on what can be retracted.
         "can_retract": request_principal(request).can(Role.REVIEWER, claim.group_id),
         "retractable": claim.status in retraction.RETRACTABLE,
+        # Erasure (destroying the content) is a workspace admin's.
+        "can_erase": request_principal(request).can(Role.ADMIN, claim.group_id),
     }
     return render(request, "curation/claim.html", context)
 

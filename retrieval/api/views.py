@@ -48,6 +48,9 @@ def _query(request: Request) -> Query:
 class SearchView(APIView):
     """Ranked, cited, time-aware search over the caller's knowledge."""
 
+    # Each search embeds its query and may call a reranker: it has a rate limit of its own.
+    throttle_scope = "search"
+
     @extend_schema(
         parameters=[
             OpenApiParameter("q", str, required=True, description="the query, 1..2,000 characters"),
@@ -161,11 +164,11 @@ class _EraseView(APIView):
         except ErasureRefused as error:
             raise exceptions.ValidationError({"detail": str(error)}) from None
         # Postgres first: the erasure is committed before anything else is touched.
-        transaction.on_commit(lambda: _cleanup(tombstone.pk, catalog))
+        transaction.on_commit(lambda: cleanup_after_commit(tombstone.pk, catalog))
         return Response(TombstoneSerializer(tombstone).data)
 
 
-def _cleanup(tombstone_id: int, catalog: object) -> None:
+def cleanup_after_commit(tombstone_id: int, catalog: object) -> None:
     """After commit: the cleanup at once, under the tombstone's tenancy; on failure the
     queued job stays for the worker."""
     from curation import bootstrap as curation_bootstrap

@@ -211,6 +211,34 @@ def _delete(plan: Plan, *, source: Source | None) -> dict[str, Any]:
     return counts
 
 
+def _target(
+    actor: Principal, kind: str, target_id: int, *, lock: bool
+) -> tuple[Source | None, str, list[int]]:
+    """(the source or None, its workspace, its episodes) of what is to be erased; refused
+    unless the actor administers that workspace. DoesNotExist when it is not visible."""
+    source: Source | None = None
+    if kind == "source":
+        sources = Source.objects.select_for_update() if lock else Source.objects.all()
+        source = sources.get(pk=target_id)
+        group_id = source.group_id
+        episodes = list(Episode.objects.filter(source=source).values_list("pk", flat=True))
+    elif kind == "episode":
+        rows = Episode.objects.select_for_update() if lock else Episode.objects.all()
+        episode = rows.get(pk=target_id)
+        group_id, episodes = episode.group_id, [episode.pk]
+    else:
+        raise ErasureRefused(f"only a source or an episode can be erased, not a {kind}")
+    if not actor.can(Role.ADMIN, group_id):
+        raise PermissionDenied("erasing needs the admin role in this workspace")
+    return source, group_id, episodes
+
+
+def erasure_preview(*, actor: Principal, kind: str, target_id: int) -> str:
+    """What erasing it would destroy: the text a confirmation shows (workspace admin)."""
+    source, _, episodes = _target(actor, kind, target_id, lock=False)
+    return _plan(episodes, source=source).describe(f"{kind} {target_id}")
+
+
 @transaction.atomic
 def erase(
     *,
@@ -226,18 +254,7 @@ def erase(
     Returns the tombstone, its cleanup still to run (`erasure_cleanup`). Without
     `confirm`, ErasureRefused says what would be destroyed and nothing is.
     """
-    source: Source | None = None
-    if kind == "source":
-        source = Source.objects.select_for_update().get(pk=target_id)
-        group_id = source.group_id
-        episodes = list(Episode.objects.filter(source=source).values_list("pk", flat=True))
-    elif kind == "episode":
-        episode = Episode.objects.select_for_update().get(pk=target_id)
-        group_id, episodes = episode.group_id, [episode.pk]
-    else:
-        raise ErasureRefused(f"only a source or an episode can be erased, not a {kind}")
-    if not actor.can(Role.ADMIN, group_id):
-        raise PermissionDenied("erasing needs the admin role in this workspace")
+    source, group_id, episodes = _target(actor, kind, target_id, lock=True)
     if not reason.strip():
         raise ErasureRefused("say why: the reason is kept in the tombstone and the audit log")
     plan = _plan(episodes, source=source)

@@ -1,12 +1,14 @@
-"""URLs of the portal's search, Snapshots and Quality pages."""
+"""URLs of the portal's search, erasure, Snapshots and Quality pages."""
 
 from django.urls import path
 
-from retrieval.web import quality, snapshots, views
+from retrieval.web import erasure, quality, snapshots, views
 
 app_name = "search"
 urlpatterns = [
     path("search/", views.search_page, name="page"),
+    path("erase/<str:kind>/<int:pk>/", erasure.erase_page, name="erase"),
+    path("tombstones/<int:pk>/", erasure.tombstone_page, name="tombstone"),
     path("snapshots/", snapshots.snapshots_page, name="snapshots"),
     path("snapshots/take", snapshots.snapshots_take, name="snapshots-take"),
     path("quality/", quality.quality_page, name="quality"),
