@@ -93,3 +93,18 @@ def analyze() -> None:
 
     with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
         conn.execute("ANALYZE")
+
+
+def lift_rate_limits(scope_id: int) -> None:
+    """Raise the REST API's rate limits of the workspace a benchmark's key belongs to.
+
+    A benchmark sends thousands of searches a minute through one key, far past the
+    production defaults (VERA_RATE_LIMIT__*): it measures search, not the limiter's 429s.
+    """
+    from tenants.models import Scope
+
+    unlimited = 2**31 - 1  # the largest a PositiveIntegerField holds
+    Scope.objects.filter(pk=scope_id).update(
+        search_limit=unlimited, write_limit=unlimited,
+        principal_search_limit=unlimited, principal_write_limit=unlimited,
+    )  # fmt: skip

@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.db import models
 from django.utils import timezone
 
-from bench.common import analyze, db_name, timed
+from bench.common import analyze, db_name, lift_rate_limits, timed
 from bench.ops_corpus import SOURCES, Corpus, Fact, episode_url
 from curation.domain.tiers import AUTHORITY, ClaimStatus, Tier, Verification
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
@@ -244,4 +244,5 @@ def viewer_key() -> str:
             actor=actor, owner_id=people[Role.VIEWER].pk, scope_id=workspace.pk,
             name=f"latency-{time.time_ns()}", role_ceiling=Role.VIEWER,
         )  # fmt: skip
+    lift_rate_limits(workspace.pk)
     return issued.plaintext

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import setup_django
+from bench.common import lift_rate_limits, setup_django
 from bench.search_latency import http_server, nearest_rank
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -70,6 +70,7 @@ def _key(workspace_pk: int) -> str:
             actor=actor, owner_id=viewer.pk, scope_id=workspace_pk, name="staleness",
             role_ceiling=Role.VIEWER,
         )  # fmt: skip
+    lift_rate_limits(workspace_pk)
     return issued.plaintext
 
 

@@ -7,14 +7,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Case, Count, Min, Prefetch, Q, QuerySet, Value, When
 
+from curation.domain.backpressure import OUTBOX_LANES, LaneLoad
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
+from curation.domain.outbox import Lane, Priority
 from curation.domain.params import ClaimFilters, RelatedQuery
 from curation.domain.picture import Edge, Node, Picture, layout
 from curation.domain.tiers import ClaimStatus
 from curation.domain.validity import EVER_VALID, VALID_NOW
-from curation.models import Claim, Entity, EntityAlias, Evidence, MergeCandidate, Source
+from curation.models import (
+    Claim,
+    Entity,
+    EntityAlias,
+    Evidence,
+    MergeCandidate,
+    OutboxJob,
+    Source,
+)
 from curation.ports import GraphProjection
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -356,3 +366,26 @@ def entity_picture(view: EntityView, paths: list[RelatedPath[Claim]]) -> Picture
                 predicate=claim.predicate, current=claim.status == VALID_NOW,
             )  # fmt: skip
     return layout(list(nodes.values()), list(edges.values()))
+
+
+def outbox_lane_load(*, now: dt.datetime) -> dict[Lane, LaneLoad]:
+    """Each outbox lane's visible pending jobs and the longest wait among them, in one
+    query over the pending jobs' partial index (RLS applies: run it as the system)."""
+    rows = (
+        OutboxJob.objects.filter(status=OutboxJob.Status.PENDING, available_at__lte=now)
+        .annotate(
+            lane=Case(
+                When(priority__lte=Priority.INTERACTIVE, then=Value(Lane.INTERACTIVE.value)),
+                default=Value(Lane.PROJECTION.value),
+            )
+        )
+        .values("lane")
+        .annotate(backlog=Count("pk"), due_since=Min("available_at"))
+        .order_by()
+    )
+    loads = {lane: LaneLoad(lane) for lane in OUTBOX_LANES}
+    for row in rows:
+        lane = Lane(row["lane"])
+        wait = (now - row["due_since"]).total_seconds()
+        loads[lane] = LaneLoad(lane, backlog=row["backlog"], oldest_age_s=wait)
+    return loads

@@ -77,12 +77,28 @@ class MembershipInline(WrittenByServices, admin.TabularInline[Membership, Scope]
 
 @admin.register(Scope)
 class ScopeAdmin(admin.ModelAdmin[Scope]):
-    """Scopes: only the name is editable; group id, kind and parent decide who sees what."""
+    """Scopes: the name and rate limits are editable; group id, kind and parent decide who
+    sees what."""
 
     list_display = ["name", "kind", "group_id", "parent", "created_at"]
     list_filter = ["kind"]
     search_fields = ["name", "group_id"]
     readonly_fields = ["group_id", "kind", "parent", "created_at"]
+    fieldsets = [
+        (None, {"fields": ["name", "group_id", "kind", "parent", "created_at"]}),
+        (
+            "Rate limits of the REST API",
+            {
+                "description": "Requests per window (VERA_RATE_LIMIT__WINDOW_S) charged to "
+                "this scope where it is the root of a caller's reach, e.g. an API key's "
+                "own workspace. Blank: the server's default. Applies from the next request.",
+                "fields": [
+                    ("search_limit", "principal_search_limit"),
+                    ("write_limit", "principal_write_limit"),
+                ],
+            },
+        ),
+    ]
     inlines = [MembershipInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

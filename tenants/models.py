@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pgtrigger
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -20,6 +21,33 @@ class Scope(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Requests per VERA_RATE_LIMIT__WINDOW_S for this scope (blank: the server default),
+    # for all its principals together and for each one; they apply where the scope is the
+    # root of a principal's reach (an API key's own scope, a member's top scope).
+    search_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Searches per window by all principals together; blank: the server default.",
+    )
+    write_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Writes per window by all principals together; blank: the server default.",
+    )
+    principal_search_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Searches per window by each API key or user; blank: the server default.",
+    )
+    principal_write_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Writes per window by each API key or user; blank: the server default.",
+    )
 
     class Meta:
         constraints = [

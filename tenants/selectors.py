@@ -6,6 +6,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from tenants.domain.access import Principal, ScopeNode, cap_roles, effective_roles
+from tenants.domain.limits import Budget, ScopeLimits
 from tenants.domain.scopes import Role
 from tenants.models import ApiKey, AuditEvent, Membership, Scope
 
@@ -91,3 +92,35 @@ def principal_system(label: str, *, group_ids: list[str] | None = None) -> Princ
         label=f"system:{label}",
         roles=dict.fromkeys(scopes.values_list("group_id", flat=True), Role.OWNER),
     )
+
+
+def rate_limit_scopes(principal: Principal) -> list[ScopeLimits]:
+    """The roots of the principal's reach (scopes whose parent it does not reach), with
+    their own rate limits, in one query: the scopes a request of its is charged to.
+
+    The scope registry is not under row-level security, so this reads the same inside
+    any tenant context.
+    """
+    groups = sorted(principal.group_ids)
+    if not groups:
+        return []
+    rows = (
+        Scope.objects.filter(group_id__in=groups)
+        .exclude(parent__group_id__in=groups)
+        .order_by("group_id")
+        .values_list(
+            "group_id",
+            "search_limit",
+            "write_limit",
+            "principal_search_limit",
+            "principal_write_limit",
+        )
+    )
+    return [
+        ScopeLimits(
+            group_id=group_id,
+            workspace={Budget.SEARCH: search, Budget.WRITE: write},
+            principal={Budget.SEARCH: own_search, Budget.WRITE: own_write},
+        )
+        for group_id, search, write, own_search, own_write in rows
+    ]

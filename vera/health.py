@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 
 from django.db import connection
 
-from . import wiring
+from . import backpressure, wiring
 
 logger = logging.getLogger(__name__)
 
@@ -63,3 +63,12 @@ def check_all() -> dict[str, dict[str, object]]:
         result = asdict(_timed(name, probe))
         report[name] = {key: value for key, value in result.items() if value is not None}
     return report
+
+
+def check_lanes() -> dict[str, dict[str, object]]:
+    """Each outbox lane's backlog, wait and state ({} if unreadable: Postgres says why)."""
+    try:
+        return backpressure.lanes_check()
+    except Exception as error:
+        logger.warning("backpressure check failed: %r", error)
+        return {}

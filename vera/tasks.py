@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from tenants.tasks import task
 
-from .health import check_all
+from .health import check_all, check_lanes
 
 
 @task(name="vera.check_health")
 def check_health() -> dict[str, dict[str, object]]:
-    """Probe Postgres, Redis and the graph from a worker; beat runs it every minute."""
-    return check_all()
+    """Probe Postgres, Redis and the graph from a worker; beat runs it every minute.
+
+    It also measures the outbox lanes, so their gauges and the log line announcing a
+    degraded lane follow the lanes without anyone probing /healthz.
+    """
+    report = check_all()
+    if report["postgres"]["ok"]:
+        check_lanes()
+    return report

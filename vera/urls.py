@@ -10,6 +10,7 @@ from . import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.metrics, name="metrics"),
     path("", views.home, name="home"),
     path("accounts/", include("allauth.urls")),
     path("keys/", include("tenants.web.urls")),

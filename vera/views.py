@@ -1,27 +1,55 @@
-"""Project-level views: the health endpoint and the landing page."""
+"""Project-level views: the health and metrics endpoints, and the landing page."""
 
 from __future__ import annotations
 
+import hmac
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from tenants.middleware import tenant_exempt
 
-from .health import check_all
+from .health import check_all, check_lanes
 
 
 @tenant_exempt  # must answer 503, not 500, when Postgres is down
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when Postgres, Redis and the graph answer, else 503 naming the failing ones."""
+    """200 when Postgres, Redis and the graph answer, else 503 naming the failing ones;
+    "degraded" (still 200: the service works, late) while an outbox lane passes its
+    threshold, each reason naming the lane and the figure."""
     checks = check_all()
     failing = sorted(name for name, result in checks.items() if not result["ok"])
-    body = {"status": "fail" if failing else "ok", "failing": failing, "checks": checks}
+    lanes = check_lanes() if checks["postgres"]["ok"] else {}
+    degraded = [str(lane["reason"]) for lane in lanes.values() if lane["degraded"]]
+    status = "fail" if failing else "degraded" if degraded else "ok"
+    body = {"status": status, "failing": failing, "degraded": degraded, "checks": checks,
+            "lanes": lanes}  # fmt: skip
     return JsonResponse(body, status=503 if failing else 200)
+
+
+@tenant_exempt  # reads no tenant data; the lane figures open their own system context
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """This process's metrics in the Prometheus text format, for `Bearer VERA_METRICS__TOKEN`.
+
+    Off (404) without a token. The lane gauges are measured afresh for each scrape.
+    """
+    token = settings.VERA_METRICS__TOKEN
+    offered = request.headers.get("Authorization", "").removeprefix("Bearer ")
+    if not token:
+        raise Http404
+    if not hmac.compare_digest(offered.encode(), token.encode()):
+        return HttpResponse(status=401, headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+    check_lanes()
+    return HttpResponse(generate_latest(), content_type=CONTENT_TYPE_LATEST)
 
 
 @login_required

@@ -38,6 +38,7 @@ from curation.services.sources import source_policy
 from retrieval.ports import EmbedderCatalog, Reranker, Reranking
 from retrieval.services.erasure import erasure_cleanup_job
 from retrieval.services.index import index_job, index_jobs, index_prepare
+from tenants.adapters.rate_limits import RedisRateLimiter
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
 RERANKER_PROVIDERS = ("voyage", "llm")
@@ -75,6 +76,12 @@ def redis_client() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
 
 
+@functools.cache
+def rate_limiter() -> RedisRateLimiter:
+    """The REST API's request counters (VERA_RATE_LIMIT__*), kept in the shared Redis."""
+    return RedisRateLimiter(redis_client())
+
+
 def reset() -> None:
     """Close and forget every built adapter (settings changed, or a worker forked)."""
     for factory in (graph, redis_client, object_store, embedder, query_embedder):
@@ -86,6 +93,7 @@ def reset() -> None:
                     close()
         factory.cache_clear()
     provider_embedder.cache_clear()
+    rate_limiter.cache_clear()
     embedder_catalog.cache_clear()
     judges.cache_clear()
     reranking.cache_clear()

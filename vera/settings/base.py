@@ -10,7 +10,7 @@ import dj_database_url
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_int, env_list, env_str
+from .env import env_bool, env_int, env_int_map, env_list, env_str
 
 # Django classes the type stubs make generic (ModelAdmin[Claim], ModelForm[Source]) accept
 # their type arguments at run time too.
@@ -253,6 +253,29 @@ CELERY_BEAT_SCHEDULE["curation-project-index"] = {
 VERA_OUTBOX__LEASE_S = env_int("VERA_OUTBOX__LEASE_S", default=600)
 # Graph jobs projected per transaction (one UNWIND per statement), up to a lease's 200.
 VERA_OUTBOX__GRAPH_BATCH = env_int("VERA_OUTBOX__GRAPH_BATCH", default=200)
+# Backpressure: an outbox lane whose visible pending jobs (due, not leased) number more
+# than BACKLOG, or whose longest-waiting one has waited more than AGE_S seconds, is
+# degraded: /healthz says so (200), vera_lane_degraded{lane} is 1, one warning is logged.
+# Per-lane values override the defaults, e.g. "interactive=200". A bulk ingest of 13,000
+# claims queues 26,000 jobs for the projection lane; a reviewer's decision should be
+# projected within seconds (a wake-up, else the 30 s sweep).
+VERA_BACKPRESSURE__BACKLOG = env_int("VERA_BACKPRESSURE__BACKLOG", default=50_000)
+VERA_BACKPRESSURE__AGE_S = env_int("VERA_BACKPRESSURE__AGE_S", default=900)
+VERA_BACKPRESSURE__LANE_BACKLOG = env_int_map(
+    "VERA_BACKPRESSURE__LANE_BACKLOG", default={"interactive": 500}
+)
+VERA_BACKPRESSURE__LANE_AGE_S = env_int_map(
+    "VERA_BACKPRESSURE__LANE_AGE_S", default={"interactive": 120}
+)
+for _lanes in (VERA_BACKPRESSURE__LANE_BACKLOG, VERA_BACKPRESSURE__LANE_AGE_S):
+    if unknown := set(_lanes) - {"interactive", "projection"}:
+        raise ImproperlyConfigured(
+            f"VERA_BACKPRESSURE__LANE_*: {sorted(unknown)} run no outbox jobs; "
+            "name interactive or projection."
+        )
+# /metrics (Prometheus text format) answers a scraper sending `Bearer <this token>`;
+# without a token it is off (404).
+VERA_METRICS__TOKEN = env_str("VERA_METRICS__TOKEN", "")
 # A workspace switched to another embedding model is re-embedded a bounded batch a tick.
 CELERY_BEAT_SCHEDULE["retrieval-index-catch-up"] = {
     "task": "retrieval.index_catch_up",
@@ -334,14 +357,25 @@ if OIDC_RP_CLIENT_ID:
 VERA_AUTH_FAILURE_LIMIT = env_int("VERA_AUTH_FAILURE_LIMIT", default=10)
 VERA_AUTH_FAILURE_WINDOW_S = env_int("VERA_AUTH_FAILURE_WINDOW_S", default=300)
 
+# Rate limits of the REST API, per sliding window of VERA_RATE_LIMIT__WINDOW_S seconds:
+# searches (each embeds a query, may call a reranker) and writes, for each principal (an
+# API key, a user) and for each workspace (all its principals together). A workspace
+# admin's scope may override each in the admin (Scopes). Plain reads are not limited.
+VERA_RATE_LIMIT__WINDOW_S = env_int("VERA_RATE_LIMIT__WINDOW_S", default=60)
+VERA_RATE_LIMIT__PRINCIPAL_SEARCH = env_int("VERA_RATE_LIMIT__PRINCIPAL_SEARCH", default=600)
+VERA_RATE_LIMIT__PRINCIPAL_WRITE = env_int("VERA_RATE_LIMIT__PRINCIPAL_WRITE", default=300)
+VERA_RATE_LIMIT__WORKSPACE_SEARCH = env_int("VERA_RATE_LIMIT__WORKSPACE_SEARCH", default=3000)
+VERA_RATE_LIMIT__WORKSPACE_WRITE = env_int("VERA_RATE_LIMIT__WORKSPACE_WRITE", default=1200)
+
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "vera.schema.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "tenants.api.authentication.ApiKeyAuthentication",
         "tenants.api.oidc.OIDCBearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_THROTTLE_CLASSES": ["vera.throttling.RateLimitThrottle"],
     "DEFAULT_PAGINATION_CLASS": "vera.api.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "vera.api.exception_handler",

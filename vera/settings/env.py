@@ -50,3 +50,19 @@ def env_list(name: str, *, default: list[str] | None = None) -> list[str]:
     if value is None:
         return list(default or [])
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_int_map(name: str, *, default: dict[str, int] | None = None) -> dict[str, int]:
+    """`key=integer` pairs, comma-separated (e.g. `interactive=200,projection=50000`)."""
+    value = os.environ.get(name)
+    if value is None:
+        return dict(default or {})
+    pairs: dict[str, int] = {}
+    for item in (part.strip() for part in value.split(",")):
+        key, sep, number = item.partition("=")
+        if not item:
+            continue
+        if not sep or not number.strip().lstrip("-").isdigit():
+            raise ImproperlyConfigured(f"{name}: {item!r} is not key=integer.")
+        pairs[key.strip()] = int(number)
+    return pairs
