@@ -217,3 +217,14 @@ class RetractionSerializer(serializers.Serializer[Any]):
     )
     kept = serializers.IntegerField(help_text="claims kept: another document supports them")
     message = serializers.CharField()
+
+
+class ReinstatementSerializer(serializers.Serializer[Any]):
+    """What undoing a retraction did."""
+
+    retracted = serializers.IntegerField(help_text="the retracted claim (it stays retracted)")
+    current = serializers.IntegerField(help_text="the claim that holds the value now")
+    created = serializers.BooleanField(
+        help_text="false when a published claim already held the value (it cites this too)"
+    )
+    message = serializers.CharField()

@@ -19,6 +19,9 @@ urlpatterns = [
     ),
     path("claims/<int:pk>/retract", views.ClaimRetractView.as_view(), name="api-claim-retract"),
     path(
+        "claims/<int:pk>/reinstate", views.ClaimReinstateView.as_view(), name="api-claim-reinstate"
+    ),
+    path(
         "episodes/<int:pk>/retract", views.EpisodeRetractView.as_view(), name="api-episode-retract"
     ),
     path("sources/<int:pk>/retract", views.SourceRetractView.as_view(), name="api-source-retract"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,6 +17,7 @@ from curation.api.serializers import (
     EntityRefSerializer,
     EntitySerializer,
     EpisodeSerializer,
+    ReinstatementSerializer,
     RelatedSerializer,
     RetractionSerializer,
     RetractSerializer,
@@ -36,6 +37,7 @@ from curation.models import Claim, Episode, Source
 from curation.services.retraction import (
     Retraction,
     RetractionRefused,
+    claim_reinstate,
     claim_retract,
     episode_retract,
     source_retract,
@@ -238,3 +240,37 @@ class SourceRetractView(_RetractView):
     model = Source
     retract = staticmethod(source_retract)
     keyword = "source_id"
+
+
+class ClaimReinstateView(APIView):
+    """Undo a claim's retraction by a new decision: its value is published again from now
+    (the retracted claim keeps its history); a reason is required."""
+
+    @extend_schema(
+        request=RetractSerializer,
+        responses={
+            200: ReinstatementSerializer,
+            400: OpenApiResponse(description="no reason, or the claim is not retracted"),
+            403: OpenApiResponse(description="not a reviewer or admin of its scope"),
+            404: OpenApiResponse(description="no such claim visible to the caller"),
+        },
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        form = RetractSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        if pk > MAX_ID or not Claim.objects.filter(pk=pk).exists():  # RLS: others' too
+            raise exceptions.NotFound("No such claim.")
+        try:
+            done = claim_reinstate(
+                actor=principal_of(request), claim_id=pk, reason=form.validated_data["reason"]
+            )
+        except PermissionDenied as error:
+            raise exceptions.PermissionDenied(str(error)) from None
+        except RetractionRefused as error:
+            raise exceptions.ValidationError({"detail": str(error)}) from None
+        return Response(
+            ReinstatementSerializer(
+                {"retracted": done.retracted, "current": done.current, "created": done.created,
+                 "message": done.message}
+            ).data
+        )  # fmt: skip

@@ -6,7 +6,7 @@ the record of what VERA said then stays. Its graph edge is removed (only publish
 superseded claims are edges) and its index document says "retracted" (the projection
 jobs of the same transaction carry both). A claim the retracted one had superseded
 becomes current again if nothing else replaced it. Nothing is deleted: undoing a
-retraction is a new decision.
+retraction is a new decision (`claim_reinstate`: its value published again, from now).
 
 An episode or a source withdraws the claims it alone supports: a claim another
 episode also cites keeps its standing (the citation stays, and the episode is marked
@@ -28,6 +28,7 @@ from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Evidence, Source
 from curation.selectors import functional_predicates
+from curation.services.claims import claim_publish
 from curation.services.outbox import outbox_enqueue_many
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -221,3 +222,74 @@ def source_retract(*, actor: Principal, source_id: int, reason: str) -> Retracti
         actor=actor, group_id=source.group_id, target=("source", str(source_id)),
         reason=reason, claims=claims, kept=kept,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Reinstatement:
+    """What undoing a retraction did: the retracted claim stays; its value is current again
+    as `current` (a new claim, or a published one that already held the value)."""
+
+    retracted: int
+    current: int
+    created: bool
+
+    @property
+    def message(self) -> str:
+        if self.created:
+            return (
+                f"Reinstated claim {self.retracted} as claim {self.current}, current from now; "
+                "the retraction stays in its history."
+            )
+        return f"Claim {self.current} already holds that value; it now cites this evidence too."
+
+
+@transaction.atomic
+def claim_reinstate(*, actor: Principal, claim_id: int, reason: str) -> Reinstatement:
+    """Undo a retraction by a new decision (reviewer or admin; a reason is required).
+
+    Nothing is un-written: the retracted claim keeps its status, reason and closed
+    interval (what VERA said, and when it withdrew it). Its value is published again as
+    a new claim valid from now, citing the same evidence, through the ordinary publish
+    path: a functional predicate's current value is superseded by it, a value that is
+    already published is re-confirmed instead of duplicated.
+    """
+    old = Claim.objects.select_for_update().get(pk=claim_id)
+    if not actor.can(Role.REVIEWER, old.group_id):
+        raise PermissionDenied("reinstating needs the reviewer or admin role in this scope")
+    reason = reason.strip()
+    if not reason:
+        raise RetractionRefused("say why: the reason is kept with the claim and in the audit log")
+    if old.status != ClaimStatus.RETRACTED:
+        raise RetractionRefused(
+            f"claim {claim_id} is {old.status}: only a retracted claim can be reinstated"
+        )
+    new = Claim(
+        group_id=old.group_id, source_id=old.source_id, subject_id=old.subject_id,
+        predicate=old.predicate, object_entity_id=old.object_entity_id,
+        object_literal=old.object_literal, object_key=old.object_key, fact_text=old.fact_text,
+        confidence=old.confidence, verification=old.verification, tier=old.tier,
+        authority=old.authority, status=ClaimStatus.PUBLISHED,
+        status_reason=f"reinstated (claim {old.pk} was retracted): {reason[:150]}",
+        valid_from=timezone.now(),
+    )  # fmt: skip
+    current = claim_publish(new, priority=Priority.INTERACTIVE)
+    cited = set(current.evidence.values_list("episode_id", flat=True))
+    Evidence.objects.bulk_create(
+        Evidence(
+            claim=current,
+            episode_id=each.episode_id,
+            group_id=current.group_id,
+            start=each.start,
+            end=each.end,
+            snippet=each.snippet,
+        )
+        for each in old.evidence.order_by("pk")
+        if each.episode_id not in cited
+    )
+    _project(old.group_id, [current.pk])  # after the evidence: its index text cites it
+    done = Reinstatement(retracted=old.pk, current=current.pk, created=current is new)
+    audit_record(
+        actor=actor, group_id=old.group_id, action="claim.reinstate", target=("claim", str(old.pk)),
+        data={"reason": reason[:200], "current": current.pk, "created": done.created},
+    )  # fmt: skip
+    return done

@@ -227,13 +227,17 @@ def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def retract(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
-    """Retract a claim or an episode from the claim page, with the reviewer's reason; the
-    page then says what the retraction did (the service's own message)."""
+    """Retract a claim or an episode from the claim page, or reinstate a retracted claim
+    (`undo`), with the reviewer's reason; the page then says what was done (the
+    service's own message)."""
     back = request.POST.get("claim", "")
     target = redirect("review:claim-detail", claim_id=int(back)) if back.isdigit() else None
     actor, reason = request_principal(request), request.POST.get("reason", "")
+    done: retraction.Retraction | retraction.Reinstatement
     try:
-        if kind == "claims":
+        if kind == "claims" and request.POST.get("undo") == "1":
+            done = retraction.claim_reinstate(actor=actor, claim_id=pk, reason=reason)
+        elif kind == "claims":
             done = retraction.claim_retract(actor=actor, claim_id=pk, reason=reason)
         elif kind == "episodes":
             done = retraction.episode_retract(actor=actor, episode_id=pk, reason=reason)

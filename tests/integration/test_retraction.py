@@ -110,6 +110,51 @@ def test_a_retracted_claim_is_hidden_now_found_as_of_then_and_its_predecessor_re
         assert SearchDocument.objects.get(claim_id=now_claim.pk).status == "retracted"
 
 
+def test_undoing_a_retraction_is_a_new_decision_that_keeps_the_history(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    ingest_billing_history(tenant_a, tmp_path)
+    wrong = _claim(tenant_a, "k8s-prod-2")
+    assert _post(client, tenant_a.reviewer, f"/api/v1/claims/{wrong.pk}/retract")[0] == 200
+    while process_outbox():
+        pass
+    assert _runs_on(tenant_a) == ["k8s-prod-1"]
+    url = f"/api/v1/claims/{wrong.pk}/reinstate"
+    assert _post(client, tenant_a.viewer, url, reason="x")[0] == 403
+    assert _post(client, tenant_a.reviewer, url, reason=" ")[0] == 400
+    before = _claim(tenant_a, "k8s-prod-1")
+    status, body = _post(client, tenant_a.reviewer, f"/api/v1/claims/{before.pk}/reinstate")
+    assert status == 400
+    assert "only a retracted claim can be reinstated" in body["detail"]
+
+    status, body = _post(client, tenant_a.reviewer, url, reason="the rollback was undone")
+    while process_outbox():
+        pass
+
+    assert status == 200, body
+    assert body["created"] is True
+    assert body["current"] != wrong.pk
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        kept, current = Claim.objects.get(pk=wrong.pk), Claim.objects.get(pk=body["current"])
+        before.refresh_from_db()
+        assert kept.status == ClaimStatus.RETRACTED  # the retraction stays in the history
+        assert (current.status, current.valid_to) == (ClaimStatus.PUBLISHED, None)
+        assert current.valid_from > kept.valid_to
+        assert set(current.evidence.values_list("episode_id", flat=True)) == set(
+            kept.evidence.values_list("episode_id", flat=True)
+        )
+        assert (before.status, before.superseded_by_id) == (ClaimStatus.SUPERSEDED, current.pk)
+        event = AuditEvent.objects.get(action="claim.reinstate")
+        assert event.data == {
+            "reason": "the rollback was undone", "current": current.pk, "created": True,
+        }  # fmt: skip
+    assert _runs_on(tenant_a)[0] == "k8s-prod-2"
+    assert _runs_on(tenant_a, as_of=T0 + dt.timedelta(days=1)) == ["k8s-prod-1"]
+    # Again: the value is current already; it is re-confirmed, not duplicated.
+    status, body = _post(client, tenant_a.reviewer, url, reason="twice")
+    assert (status, body["created"], body["current"]) == (200, False, current.pk)
+
+
 def test_retraction_refuses_bad_input_and_writes_nothing(
     tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path, client: Client
 ) -> None:
@@ -217,6 +262,13 @@ def test_the_claim_page_retracts_with_a_reason_and_says_what_happened(
     assert "1 earlier values current again" in text
     assert "Retract this claim" not in text  # nothing left to retract
     assert _claim(tenant_a, "k8s-prod-2").status == ClaimStatus.RETRACTED
+    # Undone from the same page, by a new decision.
+    assert "Reinstate this claim" in text
+    again = client.post(
+        f"/claims/{claim.pk}/retract", {"reason": "it was right", "claim": claim.pk, "undo": "1"},
+        follow=True,
+    )  # fmt: skip
+    assert f"Reinstated claim {claim.pk} as claim" in again.content.decode()
 
 
 def test_the_admin_action_asks_why_then_retracts_through_the_service(
