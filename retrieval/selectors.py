@@ -119,6 +119,11 @@ def search_result_cited(*, result: Result) -> CitedResult:
         # A claim deleted since the search logged its hit has nothing left to cite.
         if (claim := claims.get(hit.claim_id)) is not None
     )
+    return cited_result(result, hits)
+
+
+def cited_result(result: Result, hits: tuple[CitedHit, ...]) -> CitedResult:
+    """A search's result with its hits cited (from the live claims, or a snapshot's cards)."""
     return CitedResult(
         query_id=result.query_id,
         stage3=result.stage3.value,

@@ -44,8 +44,8 @@ from retrieval.selectors import (
     Citation,
     CitedHit,
     CitedResult,
-    WeightsUsed,
     citation_of,
+    cited_result,
     object_text,
     weights_active,
 )
@@ -471,17 +471,17 @@ def snapshot_result_cited(*, snapshot: Snapshot, result: Result) -> CitedResult:
         for hit in result.hits
         if (doc := documents.get(hit.claim_id)) is not None and (card := doc.card)
     )
-    return CitedResult(
-        query_id=result.query_id,
-        stage3=result.stage3.value,
-        degraded=result.degraded,
-        hits=hits,
-        timings=result.timings,
-        weights=tuple(
-            WeightsUsed(group_id=group, version=version, weight_set_id=set_id)
-            for group, (version, set_id) in result.weights.items()
-        ),
-    )
+    return cited_result(result, hits)
+
+
+def snapshot_search_cited(
+    *, snapshot_id: int, query: Query, catalog: EmbedderCatalog, reranking: Reranking | None
+) -> tuple[Snapshot, CitedResult]:
+    """What the REST API and the portal answer for `snapshot=`: the snapshot (visible to
+    the caller, else Snapshot.DoesNotExist) and its cited hits, or SnapshotRefused."""
+    snapshot = Snapshot.objects.get(pk=snapshot_id)  # RLS: another tenant's is not found
+    result = snapshot_search(snapshot=snapshot, query=query, catalog=catalog, reranking=reranking)
+    return snapshot, snapshot_result_cited(snapshot=snapshot, result=result)
 
 
 def _citation(stored: Mapping[str, Any]) -> Citation:

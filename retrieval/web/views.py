@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 from retrieval import bootstrap, selectors
 from retrieval.domain.query import InvalidQuery, Query, parse_query
 from retrieval.models import Snapshot
-from retrieval.services.snapshots import SnapshotRefused, snapshot_result_cited, snapshot_search
+from retrieval.services.snapshots import SnapshotRefused, snapshot_search_cited
 from tenants.middleware import request_principal
 from tenants.web.views import htmx_partial
 
@@ -49,18 +49,14 @@ def search_page(request: HttpRequest) -> HttpResponse:
 
 def _snapshot_results(query: Query) -> dict[str, object]:
     """The snapshot's cited hits, or the reason it cannot be searched."""
-    snapshot = Snapshot.objects.filter(pk=query.snapshot or 0).first()  # RLS: others' too
-    if snapshot is None:
-        return {"errors": {"snapshot": "No such snapshot."}}
     providers = bootstrap.providers()
     try:
-        result = snapshot_search(
-            snapshot=snapshot, query=query, catalog=providers.embedders(),
+        snapshot, cited = snapshot_search_cited(
+            snapshot_id=query.snapshot or 0, query=query, catalog=providers.embedders(),
             reranking=providers.reranking(),
         )  # fmt: skip
+    except Snapshot.DoesNotExist:
+        return {"errors": {"snapshot": "No such snapshot."}}
     except SnapshotRefused as error:
         return {"errors": {"snapshot": str(error)}}
-    return {
-        "result": snapshot_result_cited(snapshot=snapshot, result=result),
-        "searched": snapshot,
-    }
+    return {"result": cited, "searched": snapshot}

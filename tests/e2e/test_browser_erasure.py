@@ -10,20 +10,13 @@ from playwright.sync_api import Page, expect
 
 from curation.models import Claim
 from tenants import rls
+from tests.support.browser import sign_in
 from tests.support.ingest import ingest_markdown
-from tests.support.tenancy import PASSWORD, Tenant
+from tests.support.tenancy import Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def _sign_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
 
 
 def test_an_admin_erases_a_document_and_verifies_nothing_remains(
@@ -38,13 +31,13 @@ def test_an_admin_erases_a_document_and_verifies_nothing_remains(
         claim = Claim.objects.get(predicate="RUNS_ON", fact_text__contains="k8s-secret-9")
 
     # A reviewer may retract but is not offered erasure.
-    _sign_in(page, live_server.url, tenant_a.reviewer.get_username())
+    sign_in(page, live_server.url, tenant_a.reviewer.get_username())
     page.goto(f"{live_server.url}/claims/{claim.pk}/")
     expect(page.get_by_text("Retract this document")).to_be_visible()
     expect(page.get_by_role("link", name="Erase document…")).to_have_count(0)
     page.context.clear_cookies()
 
-    _sign_in(page, live_server.url, tenant_a.admin.get_username())
+    sign_in(page, live_server.url, tenant_a.admin.get_username())
     page.goto(f"{live_server.url}/claims/{claim.pk}/")
     page.get_by_role("link", name="Erase document…").click()
     expect(page.locator("#preview")).to_contain_text("destroys 1 episode(s)")

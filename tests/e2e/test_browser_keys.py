@@ -7,23 +7,16 @@ from playwright.sync_api import Page, expect
 
 from tenants import rls
 from tenants.models import ApiKey
-from tests.support.tenancy import PASSWORD, Tenant
+from tests.support.browser import sign_in
+from tests.support.tenancy import Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def _sign_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
 
 
 def test_admin_issues_uses_and_revokes_a_key(page: Page, live_server, tenant_a: Tenant) -> None:
     base = live_server.url
     page.on("dialog", lambda dialog: dialog.accept())
-    _sign_in(page, base, tenant_a.admin.get_username())
+    sign_in(page, base, tenant_a.admin.get_username())
     page.click("text=API keys")
     page.select_option("select[name=scope]", tenant_a.workspace.group_id)
     page.select_option("select[name=owner]", label=tenant_a.viewer.get_username())
@@ -55,7 +48,7 @@ def test_admin_of_another_workspace_sees_none_of_the_keys(
     page: Page, live_server, tenant_a: Tenant, tenant_b: Tenant
 ) -> None:
     tenant_a.issue_key(owner=tenant_a.viewer)
-    _sign_in(page, live_server.url, tenant_b.admin.get_username())
+    sign_in(page, live_server.url, tenant_b.admin.get_username())
     page.goto(f"{live_server.url}/keys/")
     expect(page.locator("td.empty")).to_have_text("No keys yet.")
     options = page.locator("select[name=scope] option").all_inner_texts()

@@ -18,7 +18,8 @@ from retrieval.models import EvaluationRun, WeightSet
 from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.weights import weight_set_activate, weight_set_create
 from tenants import rls
-from tests.support.tenancy import PASSWORD, Tenant
+from tests.support.browser import sign_in
+from tests.support.tenancy import Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,14 +30,6 @@ GOLDEN = [
     '{"key": "mail", "query": "where does the mail relay run",'
     ' "expected_texts": ["mail-relay runs on"]}',
 ]
-
-
-def _sign_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
 
 
 @pytest.fixture
@@ -77,7 +70,7 @@ def measured(tenant_a: Tenant, tmp_path: Path) -> Tenant:
 def test_quality_page_draws_scores_and_weights_over_time(
     page: Page, live_server, measured: Tenant
 ) -> None:
-    _sign_in(page, live_server.url, measured.admin.get_username())
+    sign_in(page, live_server.url, measured.admin.get_username())
     page.get_by_role("link", name="Quality").click()
     expect(page.get_by_role("heading", name="Search quality")).to_be_visible()
 

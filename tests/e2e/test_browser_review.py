@@ -15,7 +15,8 @@ from curation.services.entities import entity_resolve
 from curation.services.sources import source_create
 from curation.tasks import ingest_now
 from tenants import rls
-from tests.support.tenancy import PASSWORD, Tenant
+from tests.support.browser import sign_in
+from tests.support.tenancy import Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -88,14 +89,6 @@ class FixedEmbedder:
         return [self.VECTORS[text] for text in texts]
 
 
-def _sign_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
-
-
 def _open_queue(page: Page, base: str, queue: str = "claims") -> None:
     page.goto(f"{base}/review/?queue={queue}")
     expect(page.get_by_role("heading", name="Review")).to_be_visible()
@@ -123,7 +116,7 @@ def _snapshot(page: Page, name: str) -> None:
 @pytest.fixture
 def reviewer_page(page: Page, live_server, pending: Tenant) -> Page:
     """Acme's reviewer, signed in through the login page, looking at the claims queue."""
-    _sign_in(page, live_server.url, pending.reviewer.get_username())
+    sign_in(page, live_server.url, pending.reviewer.get_username())
     _open_queue(page, live_server.url)
     expect(page.locator("tr.item")).to_have_count(len(PENDING))
     return page
@@ -229,7 +222,7 @@ def test_editing_then_approving_publishes_the_corrected_object(
 
 
 def test_accepting_a_proposal_publishes_it(page: Page, live_server, proposed: Tenant) -> None:
-    _sign_in(page, live_server.url, proposed.reviewer.get_username())
+    sign_in(page, live_server.url, proposed.reviewer.get_username())
     _open_queue(page, live_server.url)
     expect(_count(page, "proposals")).to_have_text("2")
     page.locator("#queue-tabs a", has_text="Proposals").click()
@@ -339,7 +332,7 @@ def test_the_second_reviewer_sees_who_decided_first(
     reviewer_page: Page, second_page: Page, live_server, pending: Tenant
 ) -> None:
     admin = second_page
-    _sign_in(admin, live_server.url, pending.admin.get_username())
+    sign_in(admin, live_server.url, pending.admin.get_username())
     _open_queue(admin, live_server.url)
     claim = _claim(pending, "RUNS_ON")
     expect(_row(admin, claim)).to_contain_text(RUNS_ON)
@@ -367,7 +360,7 @@ def test_merge_candidates_are_listed_and_can_be_kept_apart(
         for name in ("auth service", "login gateway"):
             entity_resolve(group_id=tenant_a.workspace.group_id, name=name, embedder=embedder)
         candidate = MergeCandidate.objects.get()
-    _sign_in(page, live_server.url, tenant_a.reviewer.get_username())
+    sign_in(page, live_server.url, tenant_a.reviewer.get_username())
     _open_queue(page, live_server.url, "merges")
     row = page.locator(f"#item-{candidate.pk}")
     expect(row).to_contain_text("login gateway")
@@ -388,7 +381,7 @@ def test_merge_candidates_are_listed_and_can_be_kept_apart(
 def test_a_reviewer_of_another_workspace_sees_the_empty_queue(
     page: Page, live_server, pending: Tenant, tenant_b: Tenant
 ) -> None:
-    _sign_in(page, live_server.url, tenant_b.reviewer.get_username())
+    sign_in(page, live_server.url, tenant_b.reviewer.get_username())
     _open_queue(page, live_server.url)
 
     expect(page.locator("td.empty")).to_have_text("Nothing waiting here. Well done.")

@@ -13,20 +13,13 @@ from retrieval import bootstrap
 from retrieval.services.erasure import erase
 from retrieval.tasks import snapshots_build
 from tenants import rls
+from tests.support.browser import sign_in
 from tests.support.ingest import ingest_markdown
-from tests.support.tenancy import PASSWORD, Tenant
+from tests.support.tenancy import Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def _sign_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
 
 
 def test_an_admin_takes_searches_and_sees_the_erasure_note_of_a_snapshot(
@@ -38,7 +31,7 @@ def test_an_admin_takes_searches_and_sees_the_erasure_note_of_a_snapshot(
         tenant_a, tmp_path / "b", {"mail.md": "# Mail\n\nThe mail-relay runs on k8s-mail-1.\n"},
         name="mail",
     )  # fmt: skip
-    _sign_in(page, live_server.url, tenant_a.admin.get_username())
+    sign_in(page, live_server.url, tenant_a.admin.get_username())
     page.get_by_role("link", name="Snapshots").click()
     page.get_by_label("name").fill("Q4 audit")
     page.get_by_label("reason").fill("quarter close")

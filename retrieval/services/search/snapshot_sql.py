@@ -17,8 +17,8 @@ from django.db import connection
 from django.db.models import Value
 
 from retrieval.domain import lexical
-from retrieval.models import INDEXED_DIMENSIONS, SnapshotDocument
-from retrieval.services.search.sql import LEXEMES, Candidate
+from retrieval.models import SnapshotDocument
+from retrieval.services.search.sql import LEXEMES, Candidate, vector_literal
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,7 @@ class SnapshotIndex:
     ) -> list[tuple[int, float]]:
         """The nearest of the snapshot's documents by the pinned model's (or its
         companion's) vectors: an exact scan, the same answer every time."""
-        dim = len(embedding)
-        if dim not in INDEXED_DIMENSIONS:
-            raise ValueError(f"no vector index for dimension {dim}")
-        literal = "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
+        dim, literal = vector_literal(embedding)
         column = "d.companion" if companion else "d.embedding"
         # A companion vector has the companion model's dimension, which `dim` is.
         own = f"{column} IS NOT NULL" + (

@@ -181,6 +181,14 @@ def term_coverage(text: str) -> float:
     return known / terms if terms else 1.0
 
 
+def vector_literal(embedding: Sequence[float]) -> tuple[int, str]:
+    """The query vector's dimension (one with an index) and its pgvector text form."""
+    dim = len(embedding)
+    if dim not in INDEXED_DIMENSIONS:
+        raise ValueError(f"no vector index for dimension {dim}")
+    return dim, "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
+
+
 def vector(
     embedding: Sequence[float],
     where: str,
@@ -204,10 +212,7 @@ def vector(
     Then the filtered rows are ranked exactly instead: a short answer means there are
     few of them, so the exact ranking is cheap, and the list is complete.
     """
-    dim = len(embedding)
-    if dim not in INDEXED_DIMENSIONS:
-        raise ValueError(f"no vector index for dimension {dim}")
-    literal = "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
+    dim, literal = vector_literal(embedding)
     if companion:
         source = (
             "retrieval_companionvector v JOIN retrieval_searchdocument d ON d.id = v.document_id"
