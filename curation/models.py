@@ -312,6 +312,9 @@ class OutboxJob(models.Model):
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     done_at = models.DateTimeField(null=True, blank=True)
+    # The W3C trace context (`traceparent`) of the transaction that wrote the job, when
+    # tracing is on: the worker's span of the job links back to what caused it.
+    trace_context = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

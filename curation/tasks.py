@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.utils import timezone
+from opentelemetry import trace
 
 from curation import bootstrap
 from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
@@ -20,6 +21,7 @@ from tenants.selectors import principal_system
 from tenants.tasks import task
 
 logger = logging.getLogger(__name__)
+_tracer = trace.get_tracer(__name__)
 OUTBOX_BATCHES_PER_RUN = 20
 # A bulk run hands the worker back after this long, so the other consumer's run (queued
 # behind it on the projection lane) gets its turn; beat sends the next one.
@@ -33,6 +35,16 @@ def ingest_now(
     on_progress: Callable[[IngestReport], None] | None = None,
 ) -> IngestReport:
     """Run one source's ingestion in this process (the task body, also used by `ingest`)."""
+    with _tracer.start_as_current_span(
+        "vera.ingest.source",
+        attributes={"vera.ingest.source_id": source_id, "vera.group_id": group_id},
+    ):
+        return _ingest(source_id=source_id, group_id=group_id, on_progress=on_progress)
+
+
+def _ingest(
+    *, source_id: int, group_id: str, on_progress: Callable[[IngestReport], None] | None
+) -> IngestReport:
     principal = principal_system("ingest", group_ids=[group_id])
     with rls.tenant_context(principal):
         source = Source.objects.get(pk=source_id)

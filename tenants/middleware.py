@@ -57,5 +57,7 @@ class TenantContextMiddleware:
             return self.get_response(request)
         # tenant_context restores the previous setting on exit, so even a request
         # nested in an outer transaction (tests, management code) leaves nothing behind.
-        with rls.tenant_context(request_principal(request)):
+        principal = request_principal(request)
+        rls.trace_groups(principal)
+        with rls.tenant_context(principal):
             return self.get_response(request)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.db import connections, migrations, transaction
+from opentelemetry import trace
 
 from tenants.domain.access import Principal
 
@@ -92,6 +93,15 @@ def activate(principal: Principal, *, using: str = "default") -> None:
     if not connections[using].in_atomic_block:
         raise RuntimeError("rls.activate() needs an open transaction (use tenant_context)")
     _set(GROUPS_SETTING, _encode(principal), using=using)
+    trace_groups(principal)
+
+
+def trace_groups(principal: Principal) -> None:
+    """Name the caller's groups on the current span (the request's, when tracing is on).
+
+    A span attribute, never a metric label: group ids are unbounded.
+    """
+    trace.get_current_span().set_attribute("vera.group_ids", sorted(principal.group_ids))
 
 
 @contextmanager

@@ -3,8 +3,9 @@
 The services check what they know to check; this is the one place that turns what
 only the database can catch (a unique constraint raced past a check, a number out of
 its column's range) into a clear client error, with the request's transaction rolled
-back. Pagination is bounded, so no query string can ask Postgres for an impossible
-LIMIT or OFFSET.
+back. Pagination is bounded and strict, so no query string can ask Postgres for an
+impossible LIMIT or OFFSET, and what the schema calls an integer is one. A URL under
+the API that matches no route is a JSON 404 like the views' own.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 # Unique constraints a client can run into, in words.
@@ -23,6 +27,7 @@ CONFLICTS = {
     "source_name_per_group": "a source with this name exists in this workspace already",
 }
 MAX_OFFSET = 1_000_000_000
+API_PREFIX = "/api/"
 
 
 def _constraint(error: Exception) -> str:
@@ -51,12 +56,46 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
     """`limit` is cut at 500 (as DRF cuts at `max_limit`); an `offset` past any real list
-    is a 400 naming the bound, not an OFFSET Postgres cannot hold."""
+    is a 400 naming the bound, not an OFFSET Postgres cannot hold. Where DRF would quietly
+    fall back to its defaults, a value that is not an integer in range is a 400, as the
+    schema (`get_schema_operation_parameters`) says."""
 
     max_limit = 500
 
+    def get_limit(self, request: Request) -> int | None:
+        limit = _integer(request, self.limit_query_param, low=1)
+        return self.default_limit if limit is None else min(limit, self.max_limit)
+
     def get_offset(self, request: Request) -> int:
-        offset = super().get_offset(request)
-        if offset > MAX_OFFSET:
-            raise exceptions.ValidationError({"offset": [f"at most {MAX_OFFSET}"]})
-        return offset
+        return _integer(request, self.offset_query_param, low=0, high=MAX_OFFSET) or 0
+
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
+        limit, offset = super().get_schema_operation_parameters(view)
+        limit["schema"]["minimum"] = 1
+        limit["description"] = f"Results per page; more than {self.max_limit} are cut to it."
+        offset["schema"].update(minimum=0, maximum=MAX_OFFSET)
+        return [limit, offset]
+
+
+def _integer(request: Request, name: str, *, low: int, high: int | None = None) -> int | None:
+    """The query parameter as an integer in [low, high], None when absent; else a 400."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise exceptions.ValidationError({name: ["must be an integer"]}) from None
+    if value < low:
+        raise exceptions.ValidationError({name: [f"at least {low}"]})
+    if high is not None and value > high:
+        raise exceptions.ValidationError({name: [f"at most {high}"]})
+    return value
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A URL under the API that matches no route (`/claims/abc/history`) answers as the
+    API's views do; elsewhere, Django's page."""
+    if request.path.startswith(API_PREFIX):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)

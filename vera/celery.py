@@ -21,13 +21,16 @@ def _after_fork(**_: Any) -> None:
     """Each pool process builds its own clients and loads the embedding model before work.
 
     Sockets must not be shared across a fork, so adapters built in the parent are
-    dropped. Loading the model here, not on the first task, keeps a worker's first
-    review decision from waiting for it (measured: 21 s on a busy 2-core machine).
+    dropped, and tracing (when on) starts here, in the process that runs the tasks.
+    Loading the model here, not on the first task, keeps a worker's first review
+    decision from waiting for it (measured: 21 s on a busy 2-core machine).
     """
     from django.conf import settings
 
     from vera import wiring
+    from vera.tracing import setup_tracing
 
+    setup_tracing("vera-worker")
     wiring.reset()
     if not settings.VERA_WORKER_WARM_EMBEDDER:
         return

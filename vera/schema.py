@@ -1,4 +1,7 @@
-"""The OpenAPI schema's generator: drf-spectacular's, plus the 429 of rate-limited operations.
+"""The OpenAPI schema's generator: drf-spectacular's, plus the error responses every
+operation can give (401/403 when authenticated, 400 with input, 404 with a path id,
+429 when rate limited), documented once here rather than per view; and input schemas
+that refuse what the serializers refuse (NUL characters, unknown fields).
 
 Apart from `vera.api`: drf-spectacular imports DRF's generic views, which load the
 pagination class from `vera.api` as they are defined.
@@ -9,10 +12,27 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular import openapi
+from drf_spectacular.plumbing import ComponentRegistry
 from drf_spectacular.utils import Direction
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
 
 from .throttling import RateLimitThrottle
 
+DETAIL = {
+    "type": "object",
+    "properties": {"detail": {"type": "string"}},
+    "required": ["detail"],
+}
+# DRF's validation errors: a message, or a list of them, per field ("detail" or
+# "non_field_errors" when no one field is to blame).
+FIELD_ERRORS = {
+    "type": "object",
+    "additionalProperties": {
+        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+    },
+}
+NO_NUL = "^[^\\x00]*$"
 THROTTLED = {
     "description": "A rate limit ran out (the message names it); retry after Retry-After.",
     "headers": {
@@ -21,20 +41,66 @@ THROTTLED = {
             "schema": {"type": "integer", "minimum": 1},
         }
     },
-    "content": {
-        "application/json": {
-            "schema": {
-                "type": "object",
-                "properties": {"detail": {"type": "string"}},
-                "required": ["detail"],
-            }
-        }
-    },
+    "content": {"application/json": {"schema": DETAIL}},
+}
+ERRORS: dict[str, tuple[str, dict[str, Any]]] = {
+    "400": ("A bad parameter or body: a message for each offending field.", FIELD_ERRORS),
+    "401": ("No credentials, or invalid, expired or revoked ones.", DETAIL),
+    "403": ("The caller's role does not allow this.", DETAIL),
+    "404": ("Nothing with this id is visible to the caller.", DETAIL),
 }
 
 
 class AutoSchema(openapi.AutoSchema):
-    """drf-spectacular's schema, plus the 429 of each operation a rate limit applies to."""
+    """drf-spectacular's schema, plus the error responses each operation can give."""
+
+    def get_operation(
+        self, path: str, path_regex: str, path_prefix: str, method: str,
+        registry: ComponentRegistry,
+    ) -> dict[str, Any] | None:  # fmt: skip
+        operation: dict[str, Any] | None = super().get_operation(
+            path, path_regex, path_prefix, method, registry
+        )
+        if operation is None:
+            return None
+        locations = {parameter["in"] for parameter in operation.get("parameters", [])}
+        codes = []
+        if "query" in locations or "requestBody" in operation:
+            codes.append("400")
+        if not all(isinstance(p, AllowAny) for p in self.view.get_permissions()):
+            codes += ["401", "403"]
+        if "path" in locations:
+            codes.append("404")
+        responses = operation["responses"]
+        for code in codes:
+            description, schema = ERRORS[code]
+            # A view's own description of the error is kept; the body is the same everywhere.
+            response = responses.setdefault(code, {"description": description})
+            response.setdefault("content", {"application/json": {"schema": schema}})
+        return operation
+
+    def _map_serializer_field(
+        self, field: serializers.Field[Any, Any, Any, Any], direction: Direction,
+        bypass_extensions: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        # drf-spectacular leaves its mapping methods unannotated.
+        schema: dict[str, Any] = super()._map_serializer_field(  # type: ignore[no-untyped-call]
+            field, direction, bypass_extensions
+        )
+        # DRF's CharField refuses a NUL character (Postgres cannot store one in text).
+        if direction == "request" and isinstance(field, serializers.CharField):
+            schema.setdefault("pattern", NO_NUL)
+        return schema
+
+    def _map_basic_serializer(
+        self, serializer: serializers.Serializer[Any], direction: Direction
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_basic_serializer(  # type: ignore[no-untyped-call]
+            serializer, direction
+        )
+        if direction == "request" and getattr(serializer, "refuses_unknown_fields", False):
+            schema["additionalProperties"] = False
+        return schema
 
     def _get_response_bodies(self, direction: Direction = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)

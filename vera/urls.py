@@ -23,3 +23,4 @@ urlpatterns = [
     path("api/v1/", include("retrieval.api.urls")),
     path("oidc/", include("mozilla_django_oidc.urls")),
 ]
+handler404 = "vera.api.not_found"

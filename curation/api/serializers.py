@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from curation.domain.sources import ConnectorKind
@@ -29,10 +30,12 @@ class SourceSerializer(serializers.ModelSerializer[Source]):
 class SourceCreateSerializer(serializers.Serializer[None]):
     """Input for creating a source; its reach is the operator's (`manage.py source_reach`)."""
 
+    refuses_unknown_fields = True  # see `validate`; the schema says so (vera.schema)
+
     group_id = serializers.CharField(max_length=40)
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=[kind.value for kind in ConnectorKind])
-    config = serializers.JSONField(default=dict)
+    config = serializers.DictField(default=dict)  # an object, as the schema says
     token_env = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     trust_tier = serializers.IntegerField(min_value=1, max_value=4)
     schedule_seconds = serializers.IntegerField(min_value=60, required=False, allow_null=True)
@@ -68,6 +71,23 @@ class EvidenceSerializer(serializers.ModelSerializer[Evidence]):
         fields = ["episode", "source", "external_id", "url", "start", "end", "snippet"]
 
 
+# A claim's object: another entity, or a literal value.
+CLAIM_OBJECT = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {"entity": {"type": "string"}, "entity_id": {"type": "integer"}},
+            "required": ["entity", "entity_id"],
+        },
+        {
+            "type": "object",
+            "properties": {"literal": {"type": "string", "nullable": True}},
+            "required": ["literal"],
+        },
+    ]
+}
+
+
 class ClaimSerializer(serializers.ModelSerializer[Claim]):
     subject = serializers.CharField(source="subject.canonical_name")
     object = serializers.SerializerMethodField()
@@ -81,6 +101,7 @@ class ClaimSerializer(serializers.ModelSerializer[Claim]):
                   "evidence"]  # fmt: skip
 
     # builtins.object: in this class body `object` is the field above.
+    @extend_schema_field(CLAIM_OBJECT)
     def get_object(self, claim: Claim) -> dict[str, builtins.object]:
         if claim.object_entity is not None:
             return {

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from curation import bootstrap, selectors
+from curation.api import parameters
 from curation.api.serializers import (
     ClaimSerializer,
     EntityRefSerializer,
@@ -26,14 +27,16 @@ from curation.api.serializers import (
     claims_data,
 )
 from curation.domain.params import (
-    CLAIM_FILTERS,
+    HOPS_RANGE,
     MAX_ID,
+    PATHS_RANGE,
     InvalidQuery,
     ParamReader,
     parse_claim_filters,
     parse_related,
 )
-from curation.models import Claim, Episode, Source
+from curation.domain.tiers import ClaimStatus
+from curation.models import Claim, Episode, EpisodeStatus, Source
 from curation.services.retraction import (
     Retraction,
     RetractionRefused,
@@ -83,6 +86,15 @@ class EpisodeListView(generics.ListAPIView[Episode]):
 
     serializer_class = EpisodeSerializer
 
+    @extend_schema(
+        parameters=[
+            parameters.record_id("source", description="only episodes of this source"),
+            parameters.choice("status", EpisodeStatus.values, description="only this status"),
+        ]
+    )
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self) -> QuerySet[Episode]:
         source, episode_status = _parsed(_episode_filters, self.request)
         queryset = Episode.objects.order_by("-fetched_at", "-pk")
@@ -97,7 +109,7 @@ def _episode_filters(params: dict[str, str]) -> tuple[int | None, str | None]:
     """(source id, status); other parameters are left to the paginator."""
     reader = ParamReader(params)
     source = reader.integer("source", low=1, high=MAX_ID)
-    episode_status = reader.text("status")
+    episode_status = reader.choice("status", EpisodeStatus.values)
     reader.check()
     return source, episode_status
 
@@ -107,7 +119,18 @@ class ClaimListView(generics.ListAPIView[Claim]):
 
     serializer_class = ClaimSerializer
 
-    @extend_schema(parameters=[OpenApiParameter(name, str) for name in CLAIM_FILTERS])
+    @extend_schema(
+        parameters=[
+            parameters.choice(
+                "status", [s.value for s in ClaimStatus], description="only this status"
+            ),
+            parameters.text("predicate", description="only this PREDICATE"),
+            parameters.text("subject", description="only claims about this subject"),
+            parameters.record_id("source", description="only claims from this source"),
+            parameters.tier(),
+            parameters.instant(description="what was valid then, instead of what is published now"),
+        ]
+    )
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -159,10 +182,14 @@ class EntityRelatedView(generics.GenericAPIView[Claim]):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("hops", int, description="1 to 3 (default 1)"),
-            OpenApiParameter("as_of", str, description="ISO 8601 instant with its time zone"),
-            OpenApiParameter("predicate", str, description="comma-separated, e.g. RUNS_ON"),
-            OpenApiParameter("limit", int, description="paths, 1 to 500 (default 100)"),
+            parameters.integer(
+                "hops", low=HOPS_RANGE[0], high=HOPS_RANGE[1], description="default 1"
+            ),
+            parameters.instant(description="valid then, instead of now"),
+            parameters.text("predicate", description="comma-separated, e.g. RUNS_ON"),
+            parameters.integer(
+                "limit", low=PATHS_RANGE[0], high=PATHS_RANGE[1], description="paths (default 100)"
+            ),
         ],
         responses={200: RelatedSerializer},
     )

@@ -124,6 +124,8 @@ def parse_claim_filters(params: Mapping[str, str]) -> ClaimFilters:
 
 
 RELATED_PARAMS = ("hops", "as_of", "predicate", "limit")
+HOPS_RANGE = (1, 3)
+PATHS_RANGE = (1, 500)
 
 
 @dataclass(frozen=True)
@@ -139,10 +141,10 @@ class RelatedQuery:
 def parse_related(params: Mapping[str, str]) -> RelatedQuery:
     """The validated query (predicates comma-separated); InvalidQuery names every bad one."""
     reader = ParamReader(params, allowed=RELATED_PARAMS)
-    hops = reader.integer("hops", low=1, high=3)
+    hops = reader.integer("hops", low=HOPS_RANGE[0], high=HOPS_RANGE[1])
     as_of = reader.instant("as_of")
     predicate = reader.text("predicate")
-    limit = reader.integer("limit", low=1, high=500)
+    limit = reader.integer("limit", low=PATHS_RANGE[0], high=PATHS_RANGE[1])
     reader.check()
     predicates = tuple(p.strip().upper() for p in (predicate or "").split(",") if p.strip())
     return RelatedQuery(hops=hops or 1, as_of=as_of, predicates=predicates, limit=limit or 100)

@@ -4,6 +4,9 @@ Each page is processed in its own transaction under the source's tenant context 
 the cursor advances with it, so a crash loses at most one page of progress. Each record
 runs in a savepoint: a bad record becomes a failed episode with its reason and the
 rest of the page continues. Re-ingesting unchanged bytes is a no-op.
+
+Each page, each record and its steps (store, extract, claims) are spans
+(`vera.ingest.*`, inside the run's span), no-ops unless the process set tracing up.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from django.db import DataError, IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
+from opentelemetry import trace
 
 from curation.domain.errors import ConnectorError
 from curation.domain.names import normalize_name
@@ -40,6 +44,7 @@ from tenants import rls
 from tenants.domain.access import Principal
 
 logger = logging.getLogger(__name__)
+_tracer = trace.get_tracer(__name__)
 
 
 @dataclass(frozen=True)
@@ -194,9 +199,10 @@ def _process(
     cache: EntityCache,
 ) -> Counter[str]:
     text = _decode(record)
-    extracted = [
-        claim for extractor in adapters.extractors for claim in extractor.extract(record, text)
-    ]
+    with _tracer.start_as_current_span("vera.ingest.extract"):
+        extracted = [
+            claim for extractor in adapters.extractors for claim in extractor.extract(record, text)
+        ]
     decision = decide(
         Tier(source.trust_tier),
         target_is_shared=not source.group_id.startswith("u:"),
@@ -210,25 +216,29 @@ def _process(
     counts: Counter[str] = Counter()
     cited: set[int] = set()
     now = timezone.now()
-    for item in extracted:
-        since = item.valid_from or valid_from
-        until, why = _ended(item, since, now)
-        claim = claim_record(
-            source=source,
-            episode=episode,
-            new=_resolve(source, item, adapters, cache),
-            decision=_noted(decision, "; ".join(n for n in (item.validity_note, why) if n)),
-            valid_from=since,
-            valid_to=until,
-            judge=adapters.contradiction,
-        )
-        if claim.pk in cited:
-            # Said word for word earlier in this episode (same subject, predicate and
-            # value): one claim, one citation; the repeat is counted, not lost silently.
-            counts[REPEATED] += 1
-            continue
-        cited.add(claim.pk)
-        counts[claim.status] += 1
+    claims_span = _tracer.start_as_current_span(
+        "vera.ingest.claims", attributes={"vera.ingest.extracted": len(extracted)}
+    )
+    with claims_span:
+        for item in extracted:
+            since = item.valid_from or valid_from
+            until, why = _ended(item, since, now)
+            claim = claim_record(
+                source=source,
+                episode=episode,
+                new=_resolve(source, item, adapters, cache),
+                decision=_noted(decision, "; ".join(n for n in (item.validity_note, why) if n)),
+                valid_from=since,
+                valid_to=until,
+                judge=adapters.contradiction,
+            )
+            if claim.pk in cited:
+                # Said word for word earlier in this episode (same subject, predicate and
+                # value): one claim, one citation; the repeat is counted, not lost silently.
+                counts[REPEATED] += 1
+                continue
+            cited.add(claim.pk)
+            counts[claim.status] += 1
     _retire_previous_revision(source, episode)
     return counts
 
@@ -304,7 +314,9 @@ def _ingest_record(
         report.unchanged += 1
         return
     key = _object_key(source, digest)
-    adapters.store.put(key, record.content, content_type=record.mime or "application/octet-stream")
+    with _tracer.start_as_current_span("vera.ingest.store"):
+        mime = record.mime or "application/octet-stream"
+        adapters.store.put(key, record.content, content_type=mime)
     try:
         with transaction.atomic():
             episode = Episode.objects.create(
@@ -363,7 +375,7 @@ def source_ingest_page(
     """Store and process one page, then advance the cursor (call inside a transaction)."""
     source = Source.objects.select_for_update().get(pk=source_id)
     for item in page.items:
-        with transaction.atomic():
+        with transaction.atomic(), _tracer.start_as_current_span("vera.ingest.record"):
             if isinstance(item, RecordFailure):
                 if _failed_episode(source, item, adapters):
                     report.failed += 1
@@ -394,7 +406,11 @@ def source_ingest(
         Source.objects.filter(pk=source_id).update(progress=report.progress("running"))
     try:
         for page in adapters.connector.pages(cursor=cursor):
-            with rls.tenant_context(actor):
+            records = {"vera.ingest.records": len(page.items)}
+            with (
+                _tracer.start_as_current_span("vera.ingest.page", attributes=records),
+                rls.tenant_context(actor),
+            ):
                 source_ingest_page(source_id=source_id, page=page, adapters=adapters, report=report)
                 report.pages += 1
                 Source.objects.filter(pk=source_id).update(progress=report.progress("running"))

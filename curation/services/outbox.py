@@ -3,6 +3,10 @@
 Each consumer (the graph, the search index) has its own jobs, so its own progress and
 dead letters: one being down never stops the other. Jobs carry a priority; a consumer
 takes its due jobs most urgent first, so a reviewer's decision overtakes a bulk ingest.
+
+When tracing is on, a job keeps the W3C trace context of the transaction that wrote it,
+and the worker's span of the job (or of its batch) links to it: a request's trace leads
+to the work it caused, however late that work runs.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import TypedDict
 from django.db import transaction
 from django.db.models import Count, Min, Q
 from django.utils import timezone
+from opentelemetry import trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from curation.domain.outbox import CONSUMERS, UNBATCHED_KINDS, Consumer, Priority
 from curation.models import OutboxJob, OutboxPause
@@ -45,6 +51,8 @@ LEASE = dt.timedelta(minutes=10)
 BATCH_WRITE = 50
 
 _notifier: Notifier | None = None
+_tracer = trace.get_tracer(__name__)
+_propagator = TraceContextTextMapPropagator()
 
 
 class LaneBacklog(TypedDict):
@@ -78,6 +86,7 @@ def outbox_enqueue(
 ) -> list[OutboxJob]:
     """Queue post-commit work in the caller's transaction, one job per consumer."""
     now = timezone.now()
+    caused_by = _trace_context()
     jobs = OutboxJob.objects.bulk_create(
         [
             OutboxJob(
@@ -87,6 +96,7 @@ def outbox_enqueue(
                 kind=kind,
                 payload=payload,
                 available_at=now,
+                trace_context=caused_by,
             )
             for consumer in consumers
         ]
@@ -104,11 +114,11 @@ def outbox_enqueue_many(
     consumers: tuple[Consumer, ...] = CONSUMERS,
 ) -> int:
     """`outbox_enqueue` for many payloads in one insert (a retraction of thousands)."""
-    now = timezone.now()
+    now, caused_by = timezone.now(), _trace_context()
     jobs = OutboxJob.objects.bulk_create(
         [
             OutboxJob(group_id=group_id, consumer=consumer, priority=priority, kind=kind,
-                      payload=payload, available_at=now)
+                      payload=payload, available_at=now, trace_context=caused_by)
             for payload in payloads
             for consumer in consumers
         ],
@@ -117,6 +127,25 @@ def outbox_enqueue_many(
     if jobs:
         _notify(priority)
     return len(jobs)
+
+
+def _trace_context() -> dict[str, str] | None:
+    """The current span's W3C trace context; None when no span records (tracing off)."""
+    carrier: dict[str, str] = {}
+    _propagator.inject(carrier)
+    return carrier or None
+
+
+def _links(jobs: Sequence[OutboxJob]) -> list[trace.Link]:
+    """Links to the spans that wrote these jobs, each once."""
+    causes: dict[tuple[int, int], trace.SpanContext] = {}
+    for job in jobs:
+        if job.trace_context:
+            cause = trace.get_current_span(_propagator.extract(job.trace_context))
+            context = cause.get_span_context()
+            if context.is_valid:
+                causes[context.trace_id, context.span_id] = context
+    return [trace.Link(context) for context in causes.values()]
 
 
 def _notify(priority: Priority) -> None:
@@ -128,6 +157,23 @@ def _notify(priority: Priority) -> None:
 
 
 def _run(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:
+    with _tracer.start_as_current_span(
+        "vera.outbox.job",
+        links=_links([job]),
+        attributes={
+            "vera.outbox.consumer": job.consumer,
+            "vera.outbox.kind": job.kind,
+            "vera.outbox.job_id": job.pk,
+            "vera.outbox.attempts": job.attempts,
+            "vera.group_id": job.group_id,
+        },
+    ) as span:
+        outcome = _attempt(job, handler, max_attempts)
+        span.set_attribute("vera.outbox.outcome", outcome)
+        return outcome
+
+
+def _attempt(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:
     if handler is None:
         error = f"no handler for job kind {job.kind!r} of consumer {job.consumer!r}"
     else:
@@ -194,7 +240,19 @@ def _run_batch(jobs: list[OutboxJob], batch: BatchHandler, principal: Principal 
     """
     now = timezone.now()
     try:
-        with _context(principal):
+        with (
+            _tracer.start_as_current_span(
+                "vera.outbox.batch",
+                links=_links(jobs),
+                attributes={
+                    "vera.outbox.consumer": jobs[0].consumer,
+                    "vera.outbox.kinds": sorted({job.kind for job in jobs}),
+                    "vera.outbox.jobs": len(jobs),
+                    "vera.group_ids": sorted({job.group_id for job in jobs}),
+                },
+            ),
+            _context(principal),
+        ):
             batch(jobs)
             OutboxJob.objects.filter(pk__in=[job.pk for job in jobs]).update(
                 status=OutboxJob.Status.DONE, done_at=now

@@ -7,7 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from opentelemetry import trace
+
 from kernel.resilience import CircuitBreaker, Sleep, TokenBucket, call_with_resilience
+
+_tracer = trace.get_tracer(__name__)
 
 
 class _Provider(Protocol):
@@ -19,7 +23,8 @@ class Guarded[P: _Provider]:
     """A provider behind a circuit breaker, a token bucket and full-jitter retries.
 
     Transient errors default to the provider's own `transient_errors`; the sleep and the
-    random source are injectable so that tests never wait.
+    random source are injectable so that tests never wait. Each request is a span
+    (`vera.provider.call`, with the provider's adapter and model), its retries inside.
     """
 
     def __init__(
@@ -45,13 +50,15 @@ class Guarded[P: _Provider]:
         self._rng = rng if rng is not None else random.Random()  # noqa: S311 - jitter only
 
     def _guarded[T](self, call: Callable[[], T]) -> T:
-        """One provider request through breaker, bucket and retries."""
-        return call_with_resilience(
-            call,
-            breaker=self.breaker,
-            bucket=self.bucket,
-            retries=self.retries,
-            retry_on=self.retry_on,
-            sleep=self._sleep,
-            rng=self._rng,
-        )
+        """One provider request through breaker, bucket and retries, as one span."""
+        attributes = {"vera.provider": type(self.inner).__name__, "vera.model": self.model}
+        with _tracer.start_as_current_span("vera.provider.call", attributes=attributes):
+            return call_with_resilience(
+                call,
+                breaker=self.breaker,
+                bucket=self.bucket,
+                retries=self.retries,
+                retry_on=self.retry_on,
+                sleep=self._sleep,
+                rng=self._rng,
+            )

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from curation.api import parameters
 from curation.domain.params import MAX_ID
 from curation.models import Episode, Source, Tombstone
 from retrieval import bootstrap, selectors
@@ -20,7 +21,14 @@ from retrieval.api.serializers import (
     SnapshotSerializer,
     TombstoneSerializer,
 )
-from retrieval.domain.query import InvalidQuery, Query, parse_query
+from retrieval.domain.query import (
+    DEFAULT_K,
+    MAX_K,
+    MAX_QUERY_CHARS,
+    InvalidQuery,
+    Query,
+    parse_query,
+)
 from retrieval.models import SearchHit, Snapshot
 from retrieval.selectors import CitedResult
 from retrieval.services.erasure import ErasureRefused, erase, erasure_cleanup_now
@@ -28,13 +36,21 @@ from retrieval.services.feedback import feedback_record
 from retrieval.services.search import server_timing
 from retrieval.services.snapshots import (
     SnapshotRefused,
-    snapshot_result_cited,
-    snapshot_search,
+    snapshot_search_cited,
     snapshot_take,
 )
 from retrieval.tasks import snapshots_build
 from tenants.api.views import principal_of
 from tenants.services.scopes import PermissionDenied
+
+# What `parse_query` accepts as `q`: at most MAX_QUERY_CHARS, no NUL, and something
+# besides what `str.strip` trims (regex \s, plus the separators \x1c-\x1f and \x85).
+QUERY_TEXT = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_QUERY_CHARS,
+    "pattern": r"^[^\x00]*[^\s\x00\x1c-\x1f\x85][^\x00]*$",
+}
 
 
 def _query(request: Request) -> Query:
@@ -53,16 +69,15 @@ class SearchView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("q", str, required=True, description="the query, 1..2,000 characters"),
-            OpenApiParameter("k", int, description="hits to return, 1..100 (default 10)"),
-            OpenApiParameter("as_of", str, description="ISO 8601 instant: facts valid then"),
-            OpenApiParameter("predicate", str, description="only this PREDICATE"),
-            OpenApiParameter("entity", str, description="only claims about this subject"),
-            OpenApiParameter("source", int, description="only claims from this source id"),
-            OpenApiParameter("tier", int, description="only this trust tier, 1..4"),
-            OpenApiParameter(
+            OpenApiParameter("q", QUERY_TEXT, required=True, description="the query"),
+            parameters.integer("k", low=1, high=MAX_K, description=f"hits (default {DEFAULT_K})"),
+            parameters.instant(description="facts valid then"),
+            parameters.text("predicate", description="only this PREDICATE"),
+            parameters.text("entity", description="only claims about this subject"),
+            parameters.record_id("source", description="only claims from this source"),
+            parameters.tier(),
+            parameters.record_id(
                 "snapshot",
-                int,
                 description="search this sealed knowledge snapshot instead of the live index "
                 "(its hits carry no hit id: votes are for live hits)",
             ),
@@ -94,18 +109,17 @@ class SearchView(APIView):
 
 def search_snapshot(query: Query) -> CitedResult:
     """The query against the sealed snapshot it names; 404 unseen, 409 refused (says why)."""
-    snapshot = Snapshot.objects.filter(pk=query.snapshot or 0).first()  # RLS: others' too
-    if snapshot is None:
-        raise exceptions.NotFound("No such snapshot.")
     providers = bootstrap.providers()
     try:
-        result = snapshot_search(
-            snapshot=snapshot, query=query, catalog=providers.embedders(),
+        _, cited = snapshot_search_cited(
+            snapshot_id=query.snapshot or 0, query=query, catalog=providers.embedders(),
             reranking=providers.reranking(),
         )  # fmt: skip
+    except Snapshot.DoesNotExist:
+        raise exceptions.NotFound("No such snapshot.") from None
     except SnapshotRefused as error:
         raise SnapshotConflict(str(error)) from None
-    return snapshot_result_cited(snapshot=snapshot, result=result)
+    return cited
 
 
 class SnapshotConflict(exceptions.APIException):
@@ -119,10 +133,24 @@ class FeedbackInput(serializers.Serializer[None]):
     helpful = serializers.BooleanField()
 
 
+class FeedbackVoteSerializer(serializers.Serializer[None]):
+    """A recorded vote: the hit, the claim it returned, thumbs up or down."""
+
+    hit_id = serializers.IntegerField()
+    claim_id = serializers.IntegerField()
+    helpful = serializers.BooleanField()
+
+
 class FeedbackView(APIView):
     """Thumbs up or down on a returned hit (feeds calibration)."""
 
-    @extend_schema(request=FeedbackInput, responses={201: None})
+    @extend_schema(
+        request=FeedbackInput,
+        responses={
+            201: FeedbackVoteSerializer,
+            404: OpenApiResponse(description="no such hit visible to the caller"),
+        },
+    )
     def post(self, request: Request) -> Response:
         form = FeedbackInput(data=request.data)
         form.is_valid(raise_exception=True)

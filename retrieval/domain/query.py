@@ -12,7 +12,9 @@ MAX_QUERY_CHARS = 2000
 DEFAULT_K, MAX_K = 10, 100
 PARAMETERS = ("q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot")
 
-__all__ = ["MAX_QUERY_CHARS", "PARAMETERS", "InvalidQuery", "Query", "parse_query"]
+__all__ = [
+    "DEFAULT_K", "MAX_K", "MAX_QUERY_CHARS", "PARAMETERS", "InvalidQuery", "Query", "parse_query",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -32,12 +34,13 @@ class Query:
 def parse_query(params: Mapping[str, str]) -> Query:
     """The validated request; InvalidQuery names every bad parameter with a message."""
     reader = ParamReader(params, allowed=PARAMETERS)
-    text = params.get("q", "").strip()
+    raw = params.get("q", "")
+    text = raw.strip()
     if not text:
         reader.fail("q", "the query is empty")
     elif "\x00" in text:
         reader.fail("q", "the query contains a NUL character")
-    elif len(text) > MAX_QUERY_CHARS:
+    elif len(raw) > MAX_QUERY_CHARS:  # as given, as the API schema's maxLength counts
         reader.fail("q", f"the query is longer than {MAX_QUERY_CHARS} characters")
     query = Query(
         text=text,

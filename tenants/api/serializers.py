@@ -27,6 +27,16 @@ class RoleField(serializers.ChoiceField):
         return Role(int(value)).name.lower()
 
 
+class MeSerializer(serializers.Serializer[None]):
+    """Who the caller is (GET /me): its label, its user, its role per reachable group."""
+
+    principal = serializers.CharField()
+    user_id = serializers.IntegerField(allow_null=True)
+    roles = serializers.DictField(
+        child=serializers.ChoiceField(choices=ROLE_NAMES), help_text="role per group id"
+    )
+
+
 class ApiKeySerializer(serializers.ModelSerializer[ApiKey]):
     """A key as anyone may see it after creation: never the secret, never its hash."""
 

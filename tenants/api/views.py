@@ -18,6 +18,7 @@ from tenants.api.serializers import (
     ApiKeySerializer,
     AuditEventSerializer,
     IssuedKeySerializer,
+    MeSerializer,
 )
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -41,6 +42,7 @@ def _ip(request: Request) -> str | None:
 class MeView(APIView):
     """The caller's identity and its role in every group it can reach."""
 
+    @extend_schema(responses={200: MeSerializer})
     def get(self, request: Request) -> Response:
         principal = principal_of(request)
         roles = {group: role.name.lower() for group, role in sorted(principal.roles.items())}

@@ -9,6 +9,7 @@ own transaction, so an activation counts from the next search in every process.
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import logging
 import os
@@ -135,9 +136,13 @@ def stage1_lists(
         embedders += [(each, True) for each in companion_embedders(embedder)]
     # The query is embedded while Postgres runs the lexical half: the model and the
     # database wait both release the GIL, so the two overlap instead of adding up.
+    # Each embedding runs in a copy of this context, so a provider's span (when tracing
+    # is on) belongs to the search that called it. Django's connections stay with their
+    # thread: asgiref tags the storage it keeps in a context variable with its thread.
     pool = _embedding_pool()
     embeddings = [
-        (each, companion, pool.submit(each.embed, [query.text])) for each, companion in embedders
+        (each, companion, pool.submit(contextvars.copy_context().run, each.embed, [query.text]))
+        for each, companion in embedders
     ]
     with watch.step("lexical"):
         rankings = {"fulltext": index.fulltext(query, where, params, depth)}

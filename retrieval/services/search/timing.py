@@ -1,10 +1,18 @@
-"""Milliseconds per step of one search, and the Server-Timing header that reports them."""
+"""Milliseconds per step of one search, and the Server-Timing header that reports them.
+
+Each step is also a span (`vera.search.<step>`) through the OpenTelemetry API, a no-op
+unless the process set tracing up (vera/tracing.py).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+
+from opentelemetry import trace
+
+_tracer = trace.get_tracer(__name__)
 
 
 class Stopwatch:
@@ -17,7 +25,8 @@ class Stopwatch:
     def step(self, name: str) -> Iterator[None]:
         started = time.perf_counter()
         try:
-            yield
+            with _tracer.start_as_current_span(f"vera.search.{name}"):
+                yield
         finally:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
 
