@@ -2,16 +2,40 @@
 
 Tracing is set up in each worker after the fork: an exporter's thread and sockets
 started in the arbiter would not survive into the workers.
+
+Metrics: each worker writes its samples to files in PROMETHEUS_MULTIPROC_DIR, and
+`/metrics`, whichever worker answers it, merges them all (prometheus-client's
+multiprocess mode). The variable must be set before prometheus-client is first
+imported, so it is set here, in the arbiter, before any worker exists: to the
+operator's directory, else to a fresh temporary one for this run (removed at exit).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 # As vera/wsgi.py does: post_fork runs before the worker loads the application, and the
 # Django instrumentation reads the settings' MIDDLEWARE.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.production")
+
+# Remembered in the environment, not a module global: a reload (HUP) reads this file again.
+_TEMPORARY = "VERA_METRICS_TEMPORARY_DIR"
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ[_TEMPORARY] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(
+        prefix="vera-metrics-"
+    )
+
+
+def on_starting(server: Any) -> None:
+    """Start the counts from zero: samples a previous run left there are not this run's."""
+    directory = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink()
 
 
 def post_fork(server: Any, worker: Any) -> None:
@@ -19,3 +43,17 @@ def post_fork(server: Any, worker: Any) -> None:
     from vera.tracing import setup_tracing
 
     setup_tracing("vera-web")
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """Drop a dead worker's live gauges (its counts stay: they happened)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server: Any) -> None:
+    """Remove the temporary metrics directory of this run (an operator's one stays)."""
+    temporary = os.environ.get(_TEMPORARY)
+    if temporary and temporary == os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        shutil.rmtree(temporary, ignore_errors=True)

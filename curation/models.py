@@ -330,7 +330,10 @@ class OutboxJob(models.Model):
                 fields=["consumer", "priority", "available_at", "id"],
                 condition=Q(status="pending"),
                 name="outbox_pending_idx",
-            )
+            ),
+            # Dead letters are counted per consumer for every metrics scrape; done jobs
+            # stay in the table, so a count without this index would scan all of them.
+            models.Index(fields=["consumer"], condition=Q(status="dead"), name="outbox_dead_idx"),
         ]
 
     def __str__(self) -> str:

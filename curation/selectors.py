@@ -7,11 +7,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Case, Count, Min, Prefetch, Q, QuerySet, Value, When
+from django.db import connection
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from curation.domain.backpressure import OUTBOX_LANES, LaneLoad
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
-from curation.domain.outbox import Lane, Priority
+from curation.domain.outbox import Consumer, Lane, Priority
 from curation.domain.params import ClaimFilters, RelatedQuery
 from curation.domain.picture import Edge, Node, Picture, layout
 from curation.domain.tiers import ClaimStatus
@@ -22,7 +23,6 @@ from curation.models import (
     EntityAlias,
     Evidence,
     MergeCandidate,
-    OutboxJob,
     Source,
 )
 from curation.ports import GraphProjection
@@ -369,23 +369,48 @@ def entity_picture(view: EntityView, paths: list[RelatedPath[Claim]]) -> Picture
 
 
 def outbox_lane_load(*, now: dt.datetime) -> dict[Lane, LaneLoad]:
-    """Each outbox lane's visible pending jobs and the longest wait among them, in one
-    query over the pending jobs' partial index (RLS applies: run it as the system)."""
-    rows = (
-        OutboxJob.objects.filter(status=OutboxJob.Status.PENDING, available_at__lte=now)
-        .annotate(
-            lane=Case(
-                When(priority__lte=Priority.INTERACTIVE, then=Value(Lane.INTERACTIVE.value)),
-                default=Value(Lane.PROJECTION.value),
-            )
-        )
-        .values("lane")
-        .annotate(backlog=Count("pk"), due_since=Min("available_at"))
-        .order_by()
-    )
+    """Each outbox lane's pending due jobs of every group and the longest wait among them.
+
+    One query over the pending jobs' partial index through the system finder
+    `vera_outbox_lane_load` (counts only): it needs no tenant context.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM vera_outbox_lane_load(%s, %s)", [now, Priority.INTERACTIVE])
+        rows = cursor.fetchall()
     loads = {lane: LaneLoad(lane) for lane in OUTBOX_LANES}
-    for row in rows:
-        lane = Lane(row["lane"])
-        wait = (now - row["due_since"]).total_seconds()
-        loads[lane] = LaneLoad(lane, backlog=row["backlog"], oldest_age_s=wait)
+    for urgent, backlog, due_since in rows:
+        lane = Lane.INTERACTIVE if urgent else Lane.PROJECTION
+        wait = (now - due_since).total_seconds()
+        loads[lane] = LaneLoad(lane, backlog=backlog, oldest_age_s=wait)
     return loads
+
+
+def outbox_due_groups(
+    *, consumer: Consumer, max_priority: Priority, now: dt.datetime, limit: int
+) -> list[str]:
+    """The groups owning the `limit` jobs a claim of the consumer would take now (due,
+    not paused, most urgent first), across every group: a tenant context of just these
+    groups then claims exactly those jobs (system finder `vera_outbox_due_groups`)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT * FROM vera_outbox_due_groups(%s, %s, %s, %s)",
+            [consumer.value, int(max_priority), now, limit],
+        )
+        return sorted(group_id for (group_id,) in cursor.fetchall())
+
+
+def sources_due(*, now: dt.datetime) -> list[tuple[int, str]]:
+    """(id, group) of every enabled source whose schedule has come round, across every
+    group (system finder `vera_sources_due`)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM vera_sources_due(%s)", [now])
+        return [(source_id, group_id) for source_id, group_id in cursor.fetchall()]
+
+
+def outbox_dead_letters() -> dict[Consumer, int]:
+    """Each consumer's dead jobs (out of attempts) across every group: one count over
+    their partial index through the system finder `vera_outbox_dead_letters`."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM vera_outbox_dead_letters()")
+        counts = dict(cursor.fetchall())
+    return {consumer: counts.get(consumer.value, 0) for consumer in Consumer}

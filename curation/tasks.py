@@ -14,6 +14,7 @@ from opentelemetry import trace
 from curation import bootstrap
 from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
 from curation.models import Source
+from curation.selectors import outbox_due_groups, sources_due
 from curation.services.ingest import IngestReport, source_ingest, source_run_finished
 from curation.services.outbox import BATCH_WRITE, outbox_process
 from tenants import rls
@@ -76,15 +77,12 @@ def ingest_source(*, source_id: int, group_id: str) -> dict[str, object]:
 
 @task(name="curation.schedule_sources")
 def schedule_sources() -> int:
-    """Enqueue every enabled source whose schedule is due (beat runs this every minute)."""
-    now = timezone.now()
-    with rls.tenant_context(principal_system("scheduler")):
-        due = [
-            (source.pk, source.group_id)
-            for source in Source.objects.filter(enabled=True, schedule_seconds__isnull=False)
-            if source.last_run_at is None
-            or source.last_run_at + dt.timedelta(seconds=source.schedule_seconds or 0) <= now
-        ]
+    """Enqueue every enabled source whose schedule is due (beat runs this every minute).
+
+    One system-finder query over every group's sources; each ingestion then runs in a
+    tenant context of its own group only.
+    """
+    due = sources_due(now=timezone.now())
     for source_id, group_id in due:
         ingest_source.delay(source_id=source_id, group_id=group_id)
     return len(due)
@@ -106,8 +104,18 @@ def _drain(
     write_group = settings.VERA_OUTBOX__GRAPH_BATCH if consumer is Consumer.GRAPH else BATCH_WRITE
     totals: dict[str, int] = {}
     deadline = time.monotonic() + OUTBOX_RUN_BUDGET_S
-    system = principal_system("outbox")  # every scope, looked up once per run
     for _ in range(batches):
+        # Each batch runs in a tenant context of only the groups that own its jobs (at
+        # most `limit`), found by one query across every group: an idle tick costs that
+        # query alone, whatever the number of workspaces, and a handler never sees a
+        # group it has no job of. The same jobs as a claim over all groups, in the same
+        # order (see `outbox_due_groups`); a batch that another worker's lease got to
+        # first comes up short and the next batch takes what follows.
+        groups = outbox_due_groups(
+            consumer=consumer, max_priority=max_priority, now=timezone.now(), limit=limit
+        )
+        if not groups:
+            break
         counts = outbox_process(
             consumer=consumer,
             handlers=handlers,
@@ -115,7 +123,7 @@ def _drain(
             batch=batch,
             max_priority=max_priority,
             limit=limit,
-            principal=system,
+            principal=principal_system("outbox", group_ids=groups),
             lease=dt.timedelta(seconds=settings.VERA_OUTBOX__LEASE_S),
             group=write_group,
         )

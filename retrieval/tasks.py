@@ -182,8 +182,7 @@ def snapshots_build(snapshot_id: int | None = None) -> dict[int, str]:
     """Build the snapshots waiting to be (one, after its request; all, every minute from
     beat, so a build that died with its worker, or lost a race with an erasure, is
     built again)."""
-    with rls.tenant_context(principal_system("snapshots")):
-        waiting = snapshots_building()
+    waiting = snapshots_building()
     providers = bootstrap.providers()
     pinning = Pinning(
         catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()

@@ -72,6 +72,41 @@ def enable_rls(table: str, *, also_visible_when: str | None = None) -> migration
     return migrations.RunSQL(forward, reverse_sql=reverse)
 
 
+def system_reads(*tables: str) -> migrations.RunSQL:
+    """Migration operation: the role that migrates (the tables' owner) may read every row
+    of `tables`, so the system finders it owns (`system_finder`) see all tenants' rows.
+
+    The application role never is that role (it cannot `SET ROLE` to it, see
+    test_database_roles), so no web, worker or MCP query gains a row from these policies;
+    the owner could switch RLS off on its own tables anyway. Read-only: writes stay under
+    the tenant policies for every role.
+    """
+    forward = tuple(
+        f"CREATE POLICY {table}_system_read ON {table} FOR SELECT TO CURRENT_USER USING (true)"
+        for table in tables
+    )
+    reverse = tuple(f"DROP POLICY IF EXISTS {table}_system_read ON {table}" for table in tables)
+    return migrations.RunSQL(forward, reverse_sql=reverse)
+
+
+def system_finder(signature: str, *, returns: str, body: str) -> migrations.RunSQL:
+    """Migration operation: a SECURITY DEFINER SQL function through which a system job finds
+    the tenants that have work (group ids, row ids, counts: never content) across every
+    group, without a tenant context listing all of them. The job then does the work itself
+    in a tenant context of just those groups, under the ordinary policies.
+
+    The body is SQL-standard (`BEGIN ATOMIC`): its tables and operators are bound when
+    the function is created, so no search_path of the caller's can redirect them.
+    """
+    name = signature.split("(", 1)[0]
+    create = (
+        f"CREATE FUNCTION {signature} RETURNS {returns} LANGUAGE sql STABLE SECURITY DEFINER "
+        f"SET search_path = pg_catalog, pg_temp BEGIN ATOMIC {body}; END"
+    )
+    drop = f"DROP FUNCTION IF EXISTS {name}"
+    return migrations.RunSQL((create,), reverse_sql=(drop,))
+
+
 def _set(setting: str, value: str, *, using: str) -> None:
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT set_config(%s, %s, true)", [setting, value])

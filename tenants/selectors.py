@@ -82,8 +82,11 @@ def audit_events(principal: Principal) -> QuerySet[AuditEvent]:
 def principal_system(label: str, *, group_ids: list[str] | None = None) -> Principal:
     """A background job acting for the given groups, or for every group when None.
 
-    For the few system processes that serve all tenants (outbox worker, scheduler);
-    user-facing code never uses it.
+    For system processes that serve tenants; user-facing code never uses it. None lists
+    every scope into the tenant setting, which grows with the number of workspaces: the
+    periodic jobs (outbox, scheduler, backpressure, snapshot sweep) instead find the
+    groups that have work through a system finder (`rls.system_finder`) and act for just
+    those; None remains for operator commands and nightly jobs.
     """
     scopes = (
         Scope.objects.all() if group_ids is None else Scope.objects.filter(group_id__in=group_ids)

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import task_postrun, worker_process_init, worker_process_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.local")
 
@@ -40,6 +40,25 @@ def _after_fork(**_: Any) -> None:
         logger.warning("the embedder could not be warmed up", exc_info=True)
 
 
+def _ingest_counted(*, sender: Any = None, retval: Any = None, state: str = "", **_: Any) -> None:
+    """Count a finished ingestion run from its task's result (vera_ingest_*): the task
+    belongs to curation, which exports nothing itself."""
+    if getattr(sender, "name", "") == "curation.ingest_source" and state == "SUCCESS":
+        from vera import metrics
+
+        metrics.ingest_finished(retval)
+
+
+def _before_exit(*, pid: int, **_: Any) -> None:
+    """Drop this pool process's live gauges when it shares a PROMETHEUS_MULTIPROC_DIR."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
+
+
 # Connected by a call, not as a decorator: celery ships no type hints, and an untyped
 # decorator would make the function untyped to mypy.
 worker_process_init.connect(_after_fork)
+task_postrun.connect(_ingest_counted)
+worker_process_shutdown.connect(_before_exit)

@@ -9,7 +9,9 @@ from dataclasses import asdict, dataclass
 
 from django.db import connection
 
-from . import backpressure, wiring
+from curation.selectors import outbox_dead_letters
+
+from . import backpressure, metrics, wiring
 
 logger = logging.getLogger(__name__)
 
@@ -72,3 +74,15 @@ def check_lanes() -> dict[str, dict[str, object]]:
     except Exception as error:
         logger.warning("backpressure check failed: %r", error)
         return {}
+
+
+def check_dead_letters() -> dict[str, int]:
+    """Each outbox consumer's dead jobs, also set as gauges ({} if unreadable)."""
+    try:
+        counts = outbox_dead_letters()
+    except Exception as error:
+        logger.warning("dead letter count failed: %r", error)
+        return {}
+    for consumer, dead in counts.items():
+        metrics.OUTBOX_DEAD_LETTERS.labels(consumer=consumer.value).set(dead)
+    return {consumer.value: dead for consumer, dead in counts.items()}

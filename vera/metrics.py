@@ -1,25 +1,162 @@
-"""Every Prometheus metric VERA exports, defined once; labels are bounded (lanes, never tenants).
+"""Every Prometheus metric VERA exports, defined once, and the hooks that feed them.
 
-The default registry of this process; a `/metrics` view and gunicorn's multiprocess
-mode come with the metrics endpoint.
+Labels are bounded: routes, stages, lanes, consumers, providers and models, never a
+tenant's group id (a tenant is a span attribute, vera/tracing.py). Under gunicorn each
+worker writes its samples to PROMETHEUS_MULTIPROC_DIR (gunicorn.conf.py) and `/metrics`
+merges the files, so counts add up over workers; each gauge says how its per-process
+values merge (`multiprocess_mode`).
+
+The apps below `vera` cannot import this module; the composition root (vera/wiring.py)
+hands them its hooks (`ProviderMetrics`, `usage_recorded`, `search_observed`).
 """
 
 from __future__ import annotations
 
-from prometheus_client import Gauge
+import os
+from collections.abc import Mapping
+from typing import Final
+
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from kernel.resilience import BreakerState, CircuitBreaker
+from retrieval.adapters.embedders.metering import Usage
+
+# The figures measured when scraped (lanes, dead letters): the latest measurement is the
+# truth, whichever process took it.
+MEASURED: Final = "mostrecent"
 
 OUTBOX_BACKLOG = Gauge(
     "vera_outbox_backlog",
     "Visible pending outbox jobs of the lane: due, neither leased nor backing off.",
     ["lane"],
+    multiprocess_mode=MEASURED,
 )
 OUTBOX_OLDEST_AGE = Gauge(
     "vera_outbox_oldest_age_seconds",
     "How long the lane's longest-waiting visible pending job has been due, in seconds.",
     ["lane"],
+    multiprocess_mode=MEASURED,
 )
 LANE_DEGRADED = Gauge(
     "vera_lane_degraded",
     "1 while the lane's backlog or wait passes its threshold (VERA_BACKPRESSURE__*), else 0.",
     ["lane"],
+    multiprocess_mode=MEASURED,
 )
+OUTBOX_DEAD_LETTERS = Gauge(
+    "vera_outbox_dead_letters",
+    "Outbox jobs of the consumer that ran out of attempts and wait for an operator.",
+    ["consumer"],
+    multiprocess_mode=MEASURED,
+)
+
+HTTP_REQUEST_DURATION = Histogram(
+    "vera_http_request_duration_seconds",
+    "Time the Django stack took per request (as Server-Timing's app), by URL pattern; "
+    "its _count is the number of requests.",
+    ["route", "method", "status"],
+)
+SEARCH_STAGE = Histogram(
+    "vera_search_stage_seconds",
+    "Time one live search spent in a stage (lexical, embed, vector, blend, rerank, log).",
+    ["stage"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+
+INGEST_RUNS = Counter(
+    "vera_ingest_runs", "Source ingestion runs by the worker, by outcome (ok, failed).", ["status"]
+)
+INGEST_DOCUMENTS = Counter(
+    "vera_ingest_documents",
+    "Records the worker's ingestion runs read: new, unchanged or failed.",
+    ["outcome"],
+)
+INGEST_CLAIMS = Counter(
+    "vera_ingest_claims",
+    "Claims the worker's ingestion runs cited, by the status they got (and repeated).",
+    ["status"],
+)
+
+PROVIDER_CALLS = Counter(
+    "vera_provider_calls",
+    "Requests to an embedding or reranking provider through its guard, by outcome: ok, "
+    "error (failed after the retries, or rejected), circuit_open (not attempted).",
+    ["provider", "model", "outcome"],
+)
+PROVIDER_BREAKER_OPEN = Gauge(
+    "vera_provider_breaker_open",
+    "1 while a live process's circuit breaker for the provider is not closed (open or "
+    "waiting for its trial call), else 0; as of that process's last call.",
+    ["provider"],
+    multiprocess_mode="livemax",
+)
+PROVIDER_TOKENS = Counter(
+    "vera_provider_tokens",
+    "Tokens billed by embedding providers (cache misses only; estimated where the "
+    "provider does not count them).",
+    ["provider", "model"],
+)
+PROVIDER_COST = Counter(
+    "vera_provider_cost_usd",
+    "What embedding provider calls cost, in USD, at the price table's rates.",
+    ["provider", "model"],
+)
+
+
+def exposition() -> bytes:
+    """Every process's samples in the Prometheus text format.
+
+    With PROMETHEUS_MULTIPROC_DIR set (gunicorn), the samples of all the processes that
+    wrote there are merged into a fresh registry; otherwise this process's own.
+    """
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)
+
+
+def search_observed(timings: Mapping[str, float]) -> None:
+    """Record one search's stage timings (milliseconds per stage, `Result.timings`)."""
+    for stage, ms in timings.items():
+        SEARCH_STAGE.labels(stage=stage).observe(ms / 1000)
+
+
+def usage_recorded(provider: str, model: str, added: Usage) -> None:
+    """Record one batch of metered embedding work (retrieval's `Meter` calls this)."""
+    PROVIDER_TOKENS.labels(provider=provider, model=model).inc(added.tokens)
+    PROVIDER_COST.labels(provider=provider, model=model).inc(added.cost_usd)
+
+
+def ingest_finished(result: Mapping[str, object]) -> None:
+    """Record one ingestion run from the `curation.ingest_source` task's result."""
+    INGEST_RUNS.labels(status=str(result.get("status", "failed"))).inc()
+    for outcome in ("new", "unchanged", "failed"):
+        count = result.get(outcome)
+        if isinstance(count, int) and count:
+            INGEST_DOCUMENTS.labels(outcome=outcome).inc(count)
+    claims = result.get("claims")
+    if isinstance(claims, Mapping):
+        for status, count in claims.items():
+            if isinstance(count, int) and count:
+                INGEST_CLAIMS.labels(status=str(status).lower()).inc(count)
+
+
+class ProviderMetrics:
+    """retrieval's `CallObserver`: each guarded provider request and its breaker's state."""
+
+    def call_finished(
+        self, *, provider: str, model: str, outcome: str, breaker: CircuitBreaker | None
+    ) -> None:
+        PROVIDER_CALLS.labels(provider=provider, model=model, outcome=outcome).inc()
+        if breaker is not None:
+            is_open = breaker.state is not BreakerState.CLOSED
+            PROVIDER_BREAKER_OPEN.labels(provider=provider).set(int(is_open))

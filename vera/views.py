@@ -10,11 +10,12 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from tenants.middleware import tenant_exempt
 
-from .health import check_all, check_lanes
+from . import metrics as exported
+from .health import check_all, check_dead_letters, check_lanes
 
 
 @tenant_exempt  # must answer 503, not 500, when Postgres is down
@@ -34,13 +35,14 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(body, status=503 if failing else 200)
 
 
-@tenant_exempt  # reads no tenant data; the lane figures open their own system context
+@tenant_exempt  # reads no tenant data; the outbox figures are counts over every group
 @never_cache
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
-    """This process's metrics in the Prometheus text format, for `Bearer VERA_METRICS__TOKEN`.
+    """The metrics in the Prometheus text format, for `Bearer VERA_METRICS__TOKEN`: every
+    gunicorn worker's, merged (vera/metrics.py). Off (404) without a token.
 
-    Off (404) without a token. The lane gauges are measured afresh for each scrape.
+    The outbox gauges (lanes, dead letters) are measured afresh for each scrape.
     """
     token = settings.VERA_METRICS__TOKEN
     offered = request.headers.get("Authorization", "").removeprefix("Bearer ")
@@ -49,7 +51,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
     if not hmac.compare_digest(offered.encode(), token.encode()):
         return HttpResponse(status=401, headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
     check_lanes()
-    return HttpResponse(generate_latest(), content_type=CONTENT_TYPE_LATEST)
+    check_dead_letters()
+    return HttpResponse(exported.exposition(), content_type=CONTENT_TYPE_LATEST)
 
 
 @login_required

@@ -35,10 +35,13 @@ from curation.services import projection
 from curation.services.ingest import IngestAdapters
 from curation.services.outbox import BatchHandler, Handler
 from curation.services.sources import source_policy
+from retrieval.domain.results import Result
 from retrieval.ports import EmbedderCatalog, Reranker, Reranking
 from retrieval.services.erasure import erasure_cleanup_job
 from retrieval.services.index import index_job, index_jobs, index_prepare
 from tenants.adapters.rate_limits import RedisRateLimiter
+
+from . import metrics
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
 RERANKER_PROVIDERS = ("voyage", "llm")
@@ -298,6 +301,7 @@ def _embedder(*, provider: str, role: str) -> Embedder:
                 rate_per_s=settings.VERA_EMBEDDER__RATE_PER_S,
                 burst=settings.VERA_EMBEDDER__RATE_PER_S,
             ),
+            observer=metrics.ProviderMetrics(),
         )
     cache_redis = redis.Redis.from_url(
         settings.CACHES["default"]["LOCATION"], socket_connect_timeout=1, socket_timeout=1
@@ -307,10 +311,11 @@ def _embedder(*, provider: str, role: str) -> Embedder:
 
 @functools.cache
 def embedding_meter() -> Any:
-    """Counts every embedding provider call, its tokens and its cost (cache hits cost nothing)."""
+    """Counts every embedding provider call, its tokens and its cost (cache hits cost nothing),
+    exported as `vera_provider_tokens_total` and `vera_provider_cost_usd_total`."""
     from retrieval.adapters.embedders import Meter
 
-    return Meter()
+    return Meter(on_record=metrics.usage_recorded)
 
 
 @functools.cache
@@ -327,6 +332,7 @@ def reranking() -> Reranking | None:
         _reranker(provider),
         breaker=CircuitBreaker(failure_threshold=5, reset_after_s=30.0, name="reranker"),
         bucket=TokenBucket(rate_per_s=rate, burst=rate),
+        observer=metrics.ProviderMetrics(),
     )
     return Reranking(
         reranker=resilient,
@@ -382,6 +388,16 @@ def fusion_weights() -> dict[str, float]:
     return weights
 
 
+def _observed_search(**arguments: Any) -> Result:
+    """The pipeline's search with its stage timings exported: every entrypoint's live search
+    is observed here, in one place (the pipeline is a service and exports nothing)."""
+    from retrieval.services.search import search
+
+    result = search(**arguments)
+    metrics.search_observed(result.timings)
+    return result
+
+
 class RetrievalProviders:
     """retrieval.bootstrap.Providers, built from settings."""
 
@@ -402,11 +418,9 @@ class RetrievalProviders:
 
     def search(self) -> Callable[..., Any]:
         """retrieval.ports.Search: search with this provider's adapters bound."""
-        from retrieval.services.search import search
-
         # Bound per call through `self`: a test that swaps one provider swaps it here too.
         return functools.partial(
-            search,
+            _observed_search,
             embedder=self.embedders(),
             reranking=self.reranking(),
             fusion=fusion_weights(),

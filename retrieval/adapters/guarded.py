@@ -9,9 +9,19 @@ from typing import Protocol
 
 from opentelemetry import trace
 
-from kernel.resilience import CircuitBreaker, Sleep, TokenBucket, call_with_resilience
+from kernel.resilience import CircuitBreaker, CircuitOpen, Sleep, TokenBucket, call_with_resilience
 
 _tracer = trace.get_tracer(__name__)
+
+
+class CallObserver(Protocol):
+    """Told of each guarded request once it has an outcome (the metrics, in production)."""
+
+    def call_finished(
+        self, *, provider: str, model: str, outcome: str, breaker: CircuitBreaker | None
+    ) -> None:
+        """`outcome`: ok, error (after the retries, or rejected), circuit_open (not tried)."""
+        ...
 
 
 class _Provider(Protocol):
@@ -24,7 +34,8 @@ class Guarded[P: _Provider]:
 
     Transient errors default to the provider's own `transient_errors`; the sleep and the
     random source are injectable so that tests never wait. Each request is a span
-    (`vera.provider.call`, with the provider's adapter and model), its retries inside.
+    (`vera.provider.call`, with the provider's adapter and model), its retries inside,
+    and its outcome goes to the `observer` (the composition root passes the metrics).
     """
 
     def __init__(
@@ -37,9 +48,11 @@ class Guarded[P: _Provider]:
         retry_on: tuple[type[BaseException], ...] | None = None,
         sleep: Sleep = time.sleep,
         rng: random.Random | None = None,
+        observer: CallObserver | None = None,
     ) -> None:
         self.inner = inner
         self.model = inner.model
+        self.provider = type(inner).__name__  # bounded: one adapter class per provider
         self.breaker = breaker
         self.bucket = bucket
         self.retries = retries
@@ -48,17 +61,30 @@ class Guarded[P: _Provider]:
         )
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()  # noqa: S311 - jitter only
+        self._observer = observer
 
     def _guarded[T](self, call: Callable[[], T]) -> T:
         """One provider request through breaker, bucket and retries, as one span."""
-        attributes = {"vera.provider": type(self.inner).__name__, "vera.model": self.model}
-        with _tracer.start_as_current_span("vera.provider.call", attributes=attributes):
-            return call_with_resilience(
-                call,
-                breaker=self.breaker,
-                bucket=self.bucket,
-                retries=self.retries,
-                retry_on=self.retry_on,
-                sleep=self._sleep,
-                rng=self._rng,
-            )
+        attributes = {"vera.provider": self.provider, "vera.model": self.model}
+        outcome = "error"
+        try:
+            with _tracer.start_as_current_span("vera.provider.call", attributes=attributes):
+                result = call_with_resilience(
+                    call,
+                    breaker=self.breaker,
+                    bucket=self.bucket,
+                    retries=self.retries,
+                    retry_on=self.retry_on,
+                    sleep=self._sleep,
+                    rng=self._rng,
+                )
+            outcome = "ok"
+            return result
+        except CircuitOpen:
+            outcome = "circuit_open"
+            raise
+        finally:
+            if self._observer is not None:
+                self._observer.call_finished(
+                    provider=self.provider, model=self.model, outcome=outcome, breaker=self.breaker
+                )

@@ -12,16 +12,9 @@ the interactive lane); its worker span links back to that request.
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,7 +30,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanProto
 from tenants.domain.scopes import Role
 from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant
-from tests.support.workers import ROOT, celery_worker
+from tests.support.web import gunicorn
+from tests.support.workers import celery_worker
 from vera.celery import app
 
 DOCS = {"billing.md": "# Billing\n\nThe billing-api runs on k8s-prod-1.\n"}
@@ -147,41 +141,6 @@ def _tracing_env(receiver: Receiver) -> dict[str, str]:
     return {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "100"}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _gunicorn(database_url: str, log: Path, extra_env: dict[str, str]) -> Iterator[str]:
-    """gunicorn serving VERA from the checkout (so with its gunicorn.conf.py), as the app role."""
-    port = _free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, **extra_env}
-    env["DJANGO_SETTINGS_MODULE"] = "vera.settings.test"
-    env.pop("DATABASE_OWNER_URL", None)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "vera.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/healthz", timeout=2)  # noqa: S310 - loopback
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"gunicorn did not start:\n{log.read_text()}")
-                time.sleep(0.3)
-        yield url
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-
-
 def _call(url: str, key: str, *, data: dict[str, str] | None = None) -> dict[str, object]:
     request = urllib.request.Request(  # noqa: S310 - loopback
         url,
@@ -223,7 +182,7 @@ def test_a_search_and_the_outbox_job_its_hit_caused_reach_an_otlp_receiver(
     traced = _tracing_env(receiver)
     _purge("interactive")
     with (
-        _gunicorn(app_database_url, tmp_path / "web.log", traced) as url,
+        gunicorn(database_url=app_database_url, log=tmp_path / "web.log", extra_env=traced) as url,
         celery_worker(database_url=app_database_url, log_path=tmp_path / "worker.log",
                       queue="interactive", extra_env=traced),
     ):  # fmt: skip

@@ -148,7 +148,10 @@ def test_minilm_is_metered_at_zero_cost_with_its_real_token_count(minilm: MiniLM
     result = minilm.embed_with_usage(["A man is eating food."])
     meter = Meter()
 
-    meter.record(model=minilm.model, texts=["A man is eating food."], tokens=result.tokens, calls=1)
+    meter.record(
+        provider="MiniLMEmbedder", model=minilm.model, texts=["A man is eating food."],
+        tokens=result.tokens, calls=1,
+    )  # fmt: skip
 
     usage = meter.usage("all-MiniLM-L6-v2")
     assert (usage.tokens, usage.estimated_tokens, usage.cost_usd) == (8, 0, 0.0)

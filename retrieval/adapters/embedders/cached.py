@@ -95,6 +95,8 @@ class CachedEmbedder:
         # None: any language (or unknown); an English-only model says {"en"}.
         self.languages: frozenset[str] | None = getattr(inner, "languages", None)
         self.meter = meter
+        # The metered provider: the adapter under the resilience wrapper, if there is one.
+        self.provider: str = getattr(inner, "provider", type(inner).__name__)
         self._redis = redis
         self._redis_breaker = CircuitBreaker(
             failure_threshold=1, reset_after_s=redis_retry_after_s, clock=clock, name="redis"
@@ -160,7 +162,11 @@ class CachedEmbedder:
         )
         if self.meter is not None:
             self.meter.record(
-                model=self.model, texts=texts, tokens=result.tokens, calls=result.calls
+                provider=self.provider,
+                model=self.model,
+                texts=texts,
+                tokens=result.tokens,
+                calls=result.calls,
             )
         return {
             text: self._codec.pack(*vector) for text, vector in zip(texts, vectors, strict=True)

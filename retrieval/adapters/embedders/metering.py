@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 logger = logging.getLogger(__name__)
@@ -40,15 +40,27 @@ class Usage:
     cost_usd: float = 0.0
 
 
+# Told of each recorded batch (provider, model, what it added): the exported metrics.
+UsageListener = Callable[[str, str, Usage], None]
+
+
 class Meter:
     """Counts provider calls, texts, tokens and cost per model; thread-safe.
 
     A model missing from the price table is still counted, at zero cost, and logged
-    once so that a new provider cannot be used unpriced without anyone noticing.
+    once so that a new provider cannot be used unpriced without anyone noticing. The
+    totals are this process's; `on_record` passes each batch on (to the metrics, which
+    add up over processes).
     """
 
-    def __init__(self, *, prices: Mapping[str, float] = PRICES_USD_PER_MTOK) -> None:
+    def __init__(
+        self,
+        *,
+        prices: Mapping[str, float] = PRICES_USD_PER_MTOK,
+        on_record: UsageListener | None = None,
+    ) -> None:
         self._prices = dict(prices)
+        self._on_record = on_record
         self._usage: dict[str, Usage] = {}
         self._unpriced_logged: set[str] = set()
         self._lock = threading.Lock()
@@ -61,7 +73,9 @@ class Meter:
             return 0.0
         return None
 
-    def record(self, *, model: str, texts: Sequence[str], tokens: int | None, calls: int) -> Usage:
+    def record(
+        self, *, provider: str, model: str, texts: Sequence[str], tokens: int | None, calls: int
+    ) -> Usage:
         """Add one batch of provider work; `tokens=None` estimates them from characters."""
         estimated = estimate_tokens(texts) if tokens is None else 0
         billed = tokens if tokens is not None else estimated
@@ -86,6 +100,8 @@ class Meter:
                 estimated_tokens=before.estimated_tokens + added.estimated_tokens,
                 cost_usd=before.cost_usd + added.cost_usd,
             )
+        if self._on_record is not None:
+            self._on_record(provider, model, added)
         return added
 
     def usage(self, model: str) -> Usage:

@@ -1,0 +1,216 @@
+"""The system acts per group batch: a tick finds the groups with due work across every
+tenant in one query (a system finder), then runs each batch in a tenant context of only
+those groups. The scheduler and the snapshot sweep find their work the same way.
+
+Row-level security stays the tenancy guarantee: a user's context still shows only its
+own groups, and the policies that admit every row (for the system finders) are the
+owner role's alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from curation import bootstrap
+from curation.domain.outbox import Consumer, Priority
+from curation.models import OutboxJob, OutboxPause, Source
+from curation.selectors import outbox_due_groups, sources_due
+from curation.services.outbox import BatchHandler, Handler
+from curation.tasks import process_outbox
+from retrieval.services.snapshots import snapshot_take, snapshots_building
+from tenants import rls
+from tenants.domain.scopes import ScopeKind, new_group_id
+from tenants.models import Scope
+from tenants.selectors import principal_system
+from tests.support.tenancy import Tenant, markdown_source
+
+pytestmark = pytest.mark.django_db
+
+GROUPS = 300
+KIND = "scale.touch"
+BULK_LIMIT = 200  # what process_outbox claims per batch
+
+
+@dataclass
+class RecordingProviders:
+    """Outbox providers whose one handler records each job's group and the groups its
+    tenant context admitted (a fake: the graph and the index are not under test here)."""
+
+    runs: list[tuple[str, frozenset[str]]] = field(default_factory=list)
+
+    def _touch(self, job: OutboxJob) -> None:
+        self.runs.append((job.group_id, frozenset(rls.current_group_ids())))
+
+    def outbox_handlers(self, consumer: Consumer) -> dict[str, Handler]:
+        return {KIND: self._touch}
+
+    def outbox_prepare(self, consumer: Consumer) -> Callable[[list[OutboxJob]], None] | None:
+        return None
+
+    def outbox_batch(self, consumer: Consumer) -> BatchHandler | None:
+        return None
+
+    def outbox_available(self, consumer: Consumer) -> str:
+        return ""
+
+
+@pytest.fixture
+def recording() -> Iterator[RecordingProviders]:
+    installed = bootstrap.providers()
+    fake = RecordingProviders()
+    bootstrap.install(fake)  # type: ignore[arg-type]  # only the outbox part is called
+    yield fake
+    bootstrap.install(installed)
+
+
+def _workspaces(count: int) -> list[str]:
+    """`count` workspaces under one organisation, created in two inserts."""
+    org = Scope.objects.create(
+        kind=ScopeKind.ORGANISATION, name="Many", group_id=new_group_id(ScopeKind.ORGANISATION)
+    )
+    scopes = Scope.objects.bulk_create(
+        Scope(kind=ScopeKind.WORKSPACE, name=f"ws {n}", parent=org,
+              group_id=new_group_id(ScopeKind.WORKSPACE))
+        for n in range(count)
+    )  # fmt: skip
+    return sorted(scope.group_id for scope in scopes)
+
+
+def _jobs(groups: list[str], *, priority: Priority = Priority.BULK, each: int = 1) -> None:
+    with rls.tenant_context(principal_system("test", group_ids=groups)):
+        OutboxJob.objects.bulk_create(
+            OutboxJob(group_id=group_id, consumer=Consumer.INDEX, priority=priority, kind=KIND,
+                      payload={}, available_at=timezone.now())
+            for group_id in groups
+            for _ in range(each)
+        )  # fmt: skip
+
+
+def _pending(groups: list[str]) -> int:
+    with rls.tenant_context(principal_system("test", group_ids=groups)):
+        return OutboxJob.objects.filter(status=OutboxJob.Status.PENDING).count()
+
+
+def test_a_tick_runs_the_jobs_of_every_group_in_contexts_of_their_groups_only(
+    recording: RecordingProviders,
+) -> None:
+    groups = _workspaces(GROUPS)
+    _jobs(groups)
+
+    totals = process_outbox(consumer=Consumer.INDEX.value)
+
+    assert totals == {"done": GROUPS}
+    assert sorted(group for group, _ in recording.runs) == groups
+    assert all(group in admitted for group, admitted in recording.runs)
+    contexts = {admitted for _, admitted in recording.runs}
+    assert [len(c) for c in sorted(contexts, key=len)] == [GROUPS - BULK_LIMIT, BULK_LIMIT]
+    assert _pending(groups) == 0
+
+
+def test_an_idle_tick_finds_no_group_and_runs_nothing(recording: RecordingProviders) -> None:
+    _workspaces(5)
+
+    assert process_outbox(consumer=Consumer.INDEX.value) == {}
+    assert recording.runs == []
+
+
+def test_a_paused_group_does_not_hold_up_the_others(recording: RecordingProviders) -> None:
+    paused, *others = _workspaces(3)
+    # The paused group's jobs are the most urgent and fill a batch: were the pause not
+    # applied when the groups are found, each batch would find only it, claim nothing
+    # and stop.
+    _jobs([paused], priority=Priority.INTERACTIVE, each=BULK_LIMIT)
+    _jobs(others)
+    with rls.tenant_context(principal_system("test", group_ids=[paused])):
+        OutboxPause.objects.create(consumer=Consumer.INDEX, group_id=paused, reason="rebuild")
+
+    process_outbox(consumer=Consumer.INDEX.value)
+
+    assert sorted(group for group, _ in recording.runs) == sorted(others)
+    assert _pending([paused]) == BULK_LIMIT
+
+
+def test_the_groups_found_are_those_of_the_jobs_a_claim_takes_first() -> None:
+    groups = _workspaces(4)
+    _jobs(groups[:2])
+    _jobs(groups[2:3], priority=Priority.INTERACTIVE)
+    _jobs(groups[3:], priority=Priority.MAINTENANCE)
+
+    def found(max_priority: Priority, limit: int) -> list[str]:
+        return outbox_due_groups(
+            consumer=Consumer.INDEX, max_priority=max_priority, now=timezone.now(), limit=limit
+        )
+
+    assert found(Priority.INTERACTIVE, 10) == [groups[2]]
+    assert found(Priority.MAINTENANCE, 1) == [groups[2]]
+    assert found(Priority.BULK, 10) == sorted(groups[:3])
+    assert found(Priority.MAINTENANCE, 10) == groups
+
+
+def test_a_user_still_sees_only_the_outbox_rows_of_its_own_groups(
+    tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    a, b = tenant_a.workspace.group_id, tenant_b.workspace.group_id
+    _jobs([a, b])
+    assert sorted(outbox_due_groups(
+        consumer=Consumer.INDEX, max_priority=Priority.MAINTENANCE, now=timezone.now(), limit=10
+    )) == sorted([a, b])  # fmt: skip
+
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        visible = set(OutboxJob.objects.values_list("group_id", flat=True))
+    assert visible == {a}
+    with rls.tenant_context(principal_system("nobody", group_ids=[])):
+        assert not OutboxJob.objects.exists()
+
+
+def test_due_sources_of_every_group_are_found_when_their_schedule_came_round(
+    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path
+) -> None:
+    now = timezone.now()
+    sources = {}
+    for tenant, name, last_run, enabled in (
+        (tenant_a, "never-run", None, True),
+        (tenant_b, "an-hour-ago", now - dt.timedelta(hours=1), True),
+        (tenant_b, "a-minute-ago", now - dt.timedelta(minutes=1), True),
+        (tenant_a, "disabled", None, False),
+    ):
+        source_id = markdown_source(tenant, tmp_path, tier=1, name=name)
+        with rls.tenant_context(tenant.principal(tenant.admin)):
+            Source.objects.filter(pk=source_id).update(
+                schedule_seconds=600, last_run_at=last_run, enabled=enabled
+            )
+        sources[name] = (source_id, tenant.workspace.group_id)
+
+    assert sources_due(now=now) == sorted([sources["never-run"], sources["an-hour-ago"]])
+
+
+def test_snapshots_waiting_in_every_group_are_found(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    taken = []
+    for tenant in (tenant_a, tenant_b):
+        actor = tenant.principal(tenant.admin)
+        with rls.tenant_context(actor):
+            group_id = tenant.workspace.group_id
+            taken.append((snapshot_take(actor=actor, group_id=group_id, name="t").pk, group_id))
+
+    assert snapshots_building() == taken
+
+
+def test_policies_that_admit_every_row_are_never_the_application_roles() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tablename, policyname, roles::text[] FROM pg_policies "
+            "WHERE schemaname = current_schema() AND cmd = 'SELECT' AND qual = 'true'"
+        )
+        unrestricted = cursor.fetchall()
+        cursor.execute("SELECT current_user")
+        (app_role,) = cursor.fetchone()
+    assert {table for table, _, _ in unrestricted} >= {"curation_outboxjob", "retrieval_snapshot"}
+    widened = [(t, p, r) for t, p, r in unrestricted if {"public", app_role} & set(r)]
+    assert widened == []
