@@ -129,7 +129,10 @@ class EquivalenceJudge(Protocol):
     """Decides whether two entity names denote the same thing (synonym, abbreviation...)."""
 
     def same_entity(self, a: str, b: str, *, entity_type: str) -> bool:
-        """True only when confident they are the same; a false merge is worse than a miss."""
+        """True only when confident they are the same; a false merge is worse than a miss.
+
+        Raises JudgeUnavailable when it cannot judge now, which is not a "no".
+        """
         ...
 
 
@@ -137,5 +140,8 @@ class ContradictionJudge(Protocol):
     """Decides whether a new value of a multi-valued predicate replaces an older one."""
 
     def replaces(self, new_fact: str, old_fact: str) -> bool:
-        """True when the new fact makes the old one no longer true."""
+        """True when the new fact makes the old one no longer true.
+
+        Raises JudgeUnavailable when it cannot judge now, which is not a "no".
+        """
         ...

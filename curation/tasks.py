@@ -15,6 +15,7 @@ from curation import bootstrap
 from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
 from curation.models import Source
 from curation.selectors import outbox_due_groups, sources_due
+from curation.services.backpressure import ingest_pressure
 from curation.services.ingest import IngestReport, source_ingest, source_run_finished
 from curation.services.outbox import BATCH_WRITE, outbox_process
 from tenants import rls
@@ -57,8 +58,27 @@ def _ingest(
             source_run_finished(source_id=source_id, report=report)
         return report
     return source_ingest(
-        source_id=source_id, actor=principal, adapters=adapters, on_progress=on_progress
+        source_id=source_id, actor=principal, adapters=adapters, on_progress=_paced(on_progress)
     )
+
+
+def _paced(
+    on_progress: Callable[[IngestReport], None] | None,
+) -> Callable[[IngestReport], None] | None:
+    """With VERA_BACKPRESSURE__INGEST=slow, a page callback that also pauses the run while
+    the projection lane is degraded (one lane query a page), so the outbox can catch up."""
+    if settings.VERA_BACKPRESSURE__INGEST != "slow":
+        return on_progress
+
+    def paced(report: IngestReport) -> None:
+        if on_progress is not None:
+            on_progress(report)
+        if reason := ingest_pressure(now=timezone.now()):
+            pause = settings.VERA_BACKPRESSURE__INGEST_PAUSE_S
+            logger.info("ingestion of source %s pauses %d s: %s", report.source_id, pause, reason)
+            time.sleep(pause)
+
+    return paced
 
 
 @task(name="curation.ingest_source", acks_late=True)
@@ -80,9 +100,18 @@ def schedule_sources() -> int:
     """Enqueue every enabled source whose schedule is due (beat runs this every minute).
 
     One system-finder query over every group's sources; each ingestion then runs in a
-    tenant context of its own group only.
+    tenant context of its own group only. With VERA_BACKPRESSURE__INGEST=defer, while
+    the projection lane is degraded nothing is sent: the sources stay due and a later
+    tick sends them once the lane has drained.
     """
-    due = sources_due(now=timezone.now())
+    now = timezone.now()
+    due = sources_due(now=now)
+    deferring = settings.VERA_BACKPRESSURE__INGEST == "defer"
+    if due and deferring and (reason := ingest_pressure(now=now)):
+        logger.warning(
+            "backpressure: %d due source(s) deferred to a later tick: %s", len(due), reason
+        )
+        return 0
     for source_id, group_id in due:
         ingest_source.delay(source_id=source_id, group_id=group_id)
     return len(due)

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -27,6 +27,7 @@ from retrieval.models import (
     Feedback,
     GoldenQuery,
     GroupEmbedding,
+    ProviderUsage,
     SearchDocument,
     SearchHit,
     Snapshot,
@@ -78,6 +79,53 @@ class SearchHitAdmin(ReadOnlyAdmin):
 class FeedbackAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "claim_id", "helpful", "user"]
     list_filter = ["helpful"]
+
+
+def administers_a_workspace(request: HttpRequest) -> bool:
+    """Whether the user holds the admin role in some workspace (rows are RLS-filtered)."""
+    administered = request_principal(request).groups_at_least(Role.ADMIN)
+    return any(group.startswith(f"{ScopeKind.WORKSPACE.value}:") for group in administered)
+
+
+@admin.register(ProviderUsage)
+class ProviderUsageAdmin(ReadOnlyAdmin):
+    """The cost page: provider calls, tokens and cost per workspace, day and model.
+
+    A workspace admin sees the workspaces they administer; usage charged to several
+    workspaces at once is in the `(shared)` bucket, which no workspace sees.
+    """
+
+    list_display = ["day", "group_id", "provider", "model", "calls", "tokens", "cost_usd"]
+    list_filter = ["provider", "model"]
+    date_hierarchy = "day"
+    ordering = ["-day", "group_id", "provider", "model"]
+    change_list_template = "admin/retrieval/providerusage_change_list.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ProviderUsage]:
+        # RLS shows every group the user reads; cost is an administrator's figure.
+        rows = super().get_queryset(request)
+        if super().has_view_permission(request):
+            return rows
+        return rows.filter(group_id__in=request_principal(request).groups_at_least(Role.ADMIN))
+
+    def has_view_permission(self, request: HttpRequest, obj: ProviderUsage | None = None) -> bool:
+        return super().has_view_permission(request, obj) or administers_a_workspace(request)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return super().has_module_permission(request) or self.has_view_permission(request)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)
+        if not isinstance(response, TemplateResponse) or response.context_data is None:
+            return response  # a redirect (an invalid filter): no rows to add up
+        changelist = response.context_data.get("cl")
+        if changelist is not None:
+            response.context_data["usage_totals"] = changelist.queryset.aggregate(
+                calls=Sum("calls"), tokens=Sum("tokens"), cost_usd=Sum("cost_usd")
+            )
+        return response
 
 
 class _WorkspaceModelForm(forms.Form):
@@ -135,10 +183,7 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: GroupEmbedding | None = None) -> bool:
         """Model permission, or the admin role in a workspace (rows are RLS-filtered)."""
-        administered = request_principal(request).groups_at_least(Role.ADMIN)
-        return super().has_view_permission(request, obj) or any(
-            group.startswith(f"{ScopeKind.WORKSPACE.value}:") for group in administered
-        )
+        return super().has_view_permission(request, obj) or administers_a_workspace(request)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return super().has_module_permission(request) or self.has_view_permission(request)

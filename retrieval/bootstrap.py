@@ -8,7 +8,7 @@ from typing import Protocol
 from django.core.exceptions import ImproperlyConfigured
 
 from curation.ports import Embedder
-from retrieval.ports import EmbedderCatalog, Reranking, Search
+from retrieval.ports import EmbedderCatalog, Reranking, Search, UsageLedger
 
 
 class Providers(Protocol):
@@ -33,6 +33,10 @@ class Providers(Protocol):
         ...
 
     def search(self) -> Search: ...
+
+    def usage_ledger(self) -> UsageLedger:
+        """Where every process's metered provider usage waits for its flush to Postgres."""
+        ...
 
 
 _installed: Providers | None = None

@@ -45,6 +45,34 @@ class GroupEmbedding(models.Model):
         return f"{self.group_id}: {self.model} ({self.dimension})"
 
 
+class ProviderUsage(models.Model):
+    """What one workspace's provider calls added up to on one day (UTC), per model.
+
+    Written only by `provider_usage_flush`, an upsert that adds to the day's row; the
+    exact running figures are the Prometheus counters, this is their account per workspace.
+    """
+
+    group_id = models.CharField(max_length=40)
+    day = models.DateField()
+    provider = models.CharField(max_length=40)
+    model = models.CharField(max_length=100)
+    calls = models.PositiveBigIntegerField(default=0)
+    tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=16, decimal_places=8, default=0)
+
+    class Meta:
+        verbose_name = "provider usage"
+        verbose_name_plural = "provider usage (cost)"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["group_id", "day", "provider", "model"], name="provider_usage_once_a_day"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id} {self.day} {self.provider}/{self.model}"
+
+
 class SearchDocument(models.Model):
     """One published claim as the search index sees it: text, vector and ranking signals."""
 
@@ -546,6 +574,9 @@ class Snapshot(models.Model):
     counts = models.JSONField(default=dict, blank=True)
     # What happened to it since it was sealed (re-seals after erasures), one line each.
     notes = models.TextField(blank=True)
+    # Raised by a trigger with every statement that adds or removes its rows (sealed rows
+    # cannot be updated): a search re-verifies the checksum only when it has moved.
+    generation = models.PositiveBigIntegerField(default=0)
     last_error = models.TextField(blank=True)
 
     class Meta:
@@ -559,6 +590,29 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.pk} {self.name!r} ({self.status})"
+
+
+# Every statement that adds or removes a snapshot's rows moves its generation.
+_SNAPSHOT_CHANGED = """
+    UPDATE retrieval_snapshot SET generation = generation + 1
+    WHERE id IN (SELECT DISTINCT snapshot_id FROM changed);
+    RETURN NULL;
+"""
+
+
+def _generation_triggers(table: str) -> list[pgtrigger.Trigger]:
+    return [
+        pgtrigger.Trigger(
+            name=f"{table}_added", when=pgtrigger.After, operation=pgtrigger.Insert,
+            level=pgtrigger.Statement, referencing=pgtrigger.Referencing(new="changed"),
+            func=_SNAPSHOT_CHANGED,
+        ),
+        pgtrigger.Trigger(
+            name=f"{table}_removed", when=pgtrigger.After, operation=pgtrigger.Delete,
+            level=pgtrigger.Statement, referencing=pgtrigger.Referencing(old="changed"),
+            func=_SNAPSHOT_CHANGED,
+        ),
+    ]  # fmt: skip
 
 
 class SnapshotDocument(models.Model):
@@ -598,7 +652,8 @@ class SnapshotDocument(models.Model):
         indexes = [GinIndex(fields=["episode_ids"], name="snapshotdoc_episodes")]
         triggers = [
             # Sealed content is never edited: erasure deletes, nothing updates.
-            pgtrigger.Protect(name="snapshotdocument_no_update", operation=pgtrigger.Update)
+            pgtrigger.Protect(name="snapshotdocument_no_update", operation=pgtrigger.Update),
+            *_generation_triggers("snapshotdocument"),
         ]
 
     def __str__(self) -> str:
@@ -619,7 +674,10 @@ class SnapshotTerm(models.Model):
     doc_len = models.PositiveIntegerField()
 
     class Meta:
-        triggers = [pgtrigger.Protect(name="snapshotterm_no_update", operation=pgtrigger.Update)]
+        triggers = [
+            pgtrigger.Protect(name="snapshotterm_no_update", operation=pgtrigger.Update),
+            *_generation_triggers("snapshotterm"),
+        ]
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_id}: {self.term!r} in claim {self.claim_id}"

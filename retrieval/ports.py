@@ -16,6 +16,7 @@ from curation.ports import Embedder
 from retrieval.domain.query import Query
 from retrieval.domain.ranking import WeightChoice
 from retrieval.domain.results import Result
+from retrieval.domain.usage import UsageTotal
 
 MAX_RERANK_TOP_N = 100  # stage 3 is bounded: it re-scores at most this many candidates
 
@@ -107,4 +108,20 @@ class EmbeddingCache(Protocol):
 
     def holds(self, keys: Sequence[str]) -> list[str]:
         """The keys still cached somewhere."""
+        ...
+
+
+class UsageLedger(Protocol):
+    """Provider usage totals collected from every process until a flush writes them."""
+
+    def add(self, total: UsageTotal) -> None:
+        """Add one batch's usage (never raises: metering must not fail an embedding)."""
+        ...
+
+    def drain(self) -> list[UsageTotal]:
+        """Take every total collected so far, leaving none behind."""
+        ...
+
+    def restore(self, totals: Sequence[UsageTotal]) -> None:
+        """Put drained totals back (their write failed)."""
         ...

@@ -28,6 +28,7 @@ from retrieval.services.embedding import catch_up_progress
 from retrieval.services.evaluation import evaluation_run
 from retrieval.services.index import groups_to_catch_up, index_catch_up
 from retrieval.services.snapshots import Pinning, snapshot_build, snapshots_building
+from retrieval.services.usage import provider_usage_flush
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -199,3 +200,10 @@ def snapshots_build(snapshot_id: int | None = None) -> dict[int, str]:
         else:
             outcomes[pk] = f"sealed: {built.counts}" if built is not None else "nothing to do"
     return outcomes
+
+
+@task(name="retrieval.flush_provider_usage")
+def flush_provider_usage() -> int:
+    """Every minute: add the provider usage every process metered to each workspace's
+    day rows (the admin's cost page); how many rows were written to."""
+    return provider_usage_flush(ledger=bootstrap.providers().usage_ledger())

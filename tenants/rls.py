@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from django.db import connections, migrations, transaction
 from opentelemetry import trace
@@ -107,6 +108,27 @@ def system_finder(signature: str, *, returns: str, body: str) -> migrations.RunS
     return migrations.RunSQL((create,), reverse_sql=(drop,))
 
 
+# The groups the current work is done for, as set in Postgres, mirrored in the process for
+# what must not ask Postgres per call: the provider meter attributes each batch's cost to
+# a workspace (vera/wiring.py). Reset with the block that set it, like the setting.
+_USAGE_GROUPS: ContextVar[frozenset[str]] = ContextVar("vera_usage_groups", default=frozenset())
+
+
+def usage_groups() -> frozenset[str]:
+    """The groups the work in progress is for: the active principal's, or one named group."""
+    return _USAGE_GROUPS.get()
+
+
+@contextmanager
+def usage_for(group_id: str) -> Iterator[None]:
+    """Attribute provider usage in this block to `group_id` alone (a batch of one group's)."""
+    token = _USAGE_GROUPS.set(frozenset([group_id]))
+    try:
+        yield
+    finally:
+        _USAGE_GROUPS.reset(token)
+
+
 def _set(setting: str, value: str, *, using: str) -> None:
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT set_config(%s, %s, true)", [setting, value])
@@ -128,6 +150,9 @@ def activate(principal: Principal, *, using: str = "default") -> None:
     if not connections[using].in_atomic_block:
         raise RuntimeError("rls.activate() needs an open transaction (use tenant_context)")
     _set(GROUPS_SETTING, _encode(principal), using=using)
+    # Not reset here: the request's tenant_context (TenantContextMiddleware) encloses this
+    # and restores the groups on its exit.
+    _USAGE_GROUPS.set(principal.group_ids)
     trace_groups(principal)
 
 
@@ -152,7 +177,11 @@ def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[
     with transaction.atomic(using=using):
         previous = _get(GROUPS_SETTING, using=using)
         _set(GROUPS_SETTING, _encode(principal), using=using)
-        yield principal
+        token = _USAGE_GROUPS.set(principal.group_ids)
+        try:
+            yield principal
+        finally:
+            _USAGE_GROUPS.reset(token)
         if not transaction.get_rollback(using=using):
             _set(GROUPS_SETTING, previous, using=using)
 

@@ -11,29 +11,17 @@ from __future__ import annotations
 import logging
 
 import redis
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from curation.domain.backpressure import OUTBOX_LANES, LaneLoad, Threshold, pressure
+from curation.domain.backpressure import LaneLoad, pressure
 from curation.domain.outbox import Lane
 from curation.selectors import outbox_lane_load
+from curation.services.backpressure import lane_thresholds
 
 from . import metrics, wiring
 
 logger = logging.getLogger(__name__)
-
-
-def thresholds() -> dict[Lane, Threshold]:
-    """Each outbox lane's thresholds: its own (VERA_BACKPRESSURE__LANE_*), else the defaults."""
-    backlog, age = settings.VERA_BACKPRESSURE__LANE_BACKLOG, settings.VERA_BACKPRESSURE__LANE_AGE_S
-    return {
-        lane: Threshold(
-            backlog=backlog.get(lane, settings.VERA_BACKPRESSURE__BACKLOG),
-            age_s=age.get(lane, settings.VERA_BACKPRESSURE__AGE_S),
-        )
-        for lane in OUTBOX_LANES
-    }
 
 
 def _announce(lane: Lane, reason: str | None) -> None:
@@ -70,7 +58,7 @@ def lanes_check() -> dict[str, dict[str, object]]:
     # Counts across every tenant through a system finder (no row leaves it), so this
     # needs no tenant context listing every scope.
     loads = outbox_lane_load(now=timezone.now())
-    limits = thresholds()
+    limits = lane_thresholds()
     report = {}
     for lane, load in loads.items():
         reason = pressure(load, limits[lane])

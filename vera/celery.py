@@ -49,6 +49,15 @@ def _ingest_counted(*, sender: Any = None, retval: Any = None, state: str = "", 
         metrics.ingest_finished(retval)
 
 
+def _learning_counted(*, sender: Any = None, retval: Any = None, state: str = "", **_: Any) -> None:
+    """Count the nightly evaluations and calibrations per workspace by outcome
+    (vera_eval_runs, vera_calibration_runs) from their task's result."""
+    if state == "SUCCESS" and isinstance(retval, dict):
+        from vera import metrics
+
+        metrics.learning_finished(getattr(sender, "name", ""), retval)
+
+
 def _before_exit(*, pid: int, **_: Any) -> None:
     """Drop this pool process's live gauges when it shares a PROMETHEUS_MULTIPROC_DIR."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -61,4 +70,5 @@ def _before_exit(*, pid: int, **_: Any) -> None:
 # decorator would make the function untyped to mypy.
 worker_process_init.connect(_after_fork)
 task_postrun.connect(_ingest_counted)
+task_postrun.connect(_learning_counted)
 worker_process_shutdown.connect(_before_exit)

@@ -110,6 +110,24 @@ PROVIDER_COST = Counter(
     ["provider", "model"],
 )
 
+EVAL_RUNS = Counter(
+    "vera_eval_runs",
+    "Golden-set evaluations of a workspace by the nightly job, by status (passed, failed, "
+    "empty; skipped, error). The scores are each run's row (the quality page), not a label.",
+    ["status"],
+)
+CALIBRATION_RUNS = Counter(
+    "vera_calibration_runs",
+    "Calibrations of a workspace by the nightly job, by outcome (candidate, activated, "
+    "too_few_samples, no_signal; skipped, error).",
+    ["outcome"],
+)
+# The tasks' per-workspace outcome strings start with one of these, then ": <detail>".
+_LEARNING_TASKS = {
+    "retrieval.evaluate_workspaces": EVAL_RUNS,
+    "retrieval.calibrate_workspaces": CALIBRATION_RUNS,
+}
+
 
 def exposition() -> bytes:
     """Every process's samples in the Prometheus text format.
@@ -150,8 +168,21 @@ def ingest_finished(result: Mapping[str, object]) -> None:
                 INGEST_CLAIMS.labels(status=str(status).lower()).inc(count)
 
 
+def learning_finished(task_name: str, result: Mapping[str, object]) -> None:
+    """Count each workspace's run from a nightly learning task's result ({group: outcome})."""
+    counter = _LEARNING_TASKS.get(task_name)
+    if counter is None:
+        return
+    for outcome in result.values():
+        first = str(outcome).split(":", 1)[0].strip().lower()
+        # Bounded even if a task ever reports something new: one "other" value.
+        label = first if first.isidentifier() and len(first) <= 20 else "other"
+        counter.labels(label).inc()
+
+
 class ProviderMetrics:
-    """retrieval's `CallObserver`: each guarded provider request and its breaker's state."""
+    """`curation.adapters.guarded.CallObserver`: each guarded provider request and its
+    breaker's state."""
 
     def call_finished(
         self, *, provider: str, model: str, outcome: str, breaker: CircuitBreaker | None

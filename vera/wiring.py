@@ -97,8 +97,10 @@ def reset() -> None:
         factory.cache_clear()
     provider_embedder.cache_clear()
     rate_limiter.cache_clear()
+    usage_ledger.cache_clear()
     embedder_catalog.cache_clear()
     judges.cache_clear()
+    llm_extractor.cache_clear()
     reranking.cache_clear()
 
 
@@ -161,10 +163,7 @@ def extractors_for(source: Source) -> list[Extractor]:
     """Structured fields need no model; free text gets rules (and an LLM when enabled)."""
     free_text: list[Extractor] = [RuleBasedExtractor()]
     if settings.VERA_EXTRACTOR__LLM_MODEL:
-        from curation.adapters.extractors.llm import LLMExtractor
-
-        client = openai_client(base_url=settings.VERA_EXTRACTOR__LLM_BASE_URL, timeout=60)
-        free_text.append(LLMExtractor(client=client, model=settings.VERA_EXTRACTOR__LLM_MODEL))
+        free_text.append(llm_extractor())
     structured = StructuredExtractor(
         valid_from_field=source.config.get("valid_from_field"),
         valid_to_field=source.config.get("valid_to_field"),
@@ -176,23 +175,60 @@ def extractors_for(source: Source) -> list[Extractor]:
     return free_text
 
 
+def _llm_guard(name: str) -> dict[str, Any]:
+    """A chat model role's breaker, bucket and retries (VERA_LLM__*), and its metrics."""
+    from kernel.resilience import CircuitBreaker, TokenBucket
+
+    rate = settings.VERA_LLM__RATE_PER_S
+    return {
+        "breaker": CircuitBreaker(failure_threshold=5, reset_after_s=30.0, name=name),
+        "bucket": TokenBucket(rate_per_s=rate, burst=rate),
+        "retries": settings.VERA_LLM__RETRIES,
+        "observer": metrics.ProviderMetrics(),
+    }
+
+
+@functools.cache
+def llm_extractor() -> Extractor:
+    """The LLM extractor (VERA_EXTRACTOR__LLM_MODEL), guarded; one breaker per process,
+    so an outage seen by one ingestion run is known to the next."""
+    from curation.adapters.extractors.llm import LLMExtractor
+    from curation.adapters.resilient import ResilientExtractor
+
+    client = openai_client(
+        base_url=settings.VERA_EXTRACTOR__LLM_BASE_URL,
+        timeout=settings.VERA_LLM__TIMEOUT_S,
+        max_retries=0,  # ResilientExtractor retries; the SDK's own would multiply them
+    )
+    inner = LLMExtractor(client=client, model=settings.VERA_EXTRACTOR__LLM_MODEL)
+    return ResilientExtractor(inner, **_llm_guard("llm-extractor"))
+
+
 @functools.cache
 def judges() -> tuple[EquivalenceJudge | None, ContradictionJudge | None]:
-    """The LLM judges (VERA_JUDGE__LLM_MODEL), or (None, None): then nothing is merged."""
+    """The LLM judges (VERA_JUDGE__LLM_MODEL), guarded, or (None, None): then nothing is
+    merged. An unavailable judge gives no judgement (JudgeUnavailable), never a "no"."""
     if not settings.VERA_JUDGE__LLM_MODEL:
         return None, None
     from curation.adapters.judges import LLMContradictionJudge, LLMEquivalenceJudge
+    from curation.adapters.resilient import (
+        ResilientContradictionJudge,
+        ResilientEquivalenceJudge,
+    )
 
-    client = openai_client(base_url=settings.VERA_JUDGE__LLM_BASE_URL, timeout=30)
+    client = openai_client(
+        base_url=settings.VERA_JUDGE__LLM_BASE_URL,
+        timeout=settings.VERA_LLM__TIMEOUT_S,
+        max_retries=0,  # the Resilient judges retry
+    )
     model, threshold = settings.VERA_JUDGE__LLM_MODEL, settings.VERA_JUDGE__THRESHOLD
+    equivalence = LLMEquivalenceJudge(
+        client=client, model=model, threshold=threshold, cache_size=settings.VERA_JUDGE__CACHE_SIZE
+    )
+    contradiction = LLMContradictionJudge(client=client, model=model, threshold=threshold)
     return (
-        LLMEquivalenceJudge(
-            client=client,
-            model=model,
-            threshold=threshold,
-            cache_size=settings.VERA_JUDGE__CACHE_SIZE,
-        ),
-        LLMContradictionJudge(client=client, model=model, threshold=threshold),
+        ResilientEquivalenceJudge(equivalence, **_llm_guard("equivalence-judge")),
+        ResilientContradictionJudge(contradiction, **_llm_guard("contradiction-judge")),
     )
 
 
@@ -272,7 +308,7 @@ def _embedder(*, provider: str, role: str) -> Embedder:
     elif provider == "openai":
         inner = embedders.OpenAIEmbedder(
             # Our ResilientEmbedder retries; the client's own retries would multiply them.
-            client=openai_client(timeout=30, max_retries=0),
+            client=openai_client(timeout=settings.VERA_EMBEDDER__TIMEOUT_S, max_retries=0),
             model=settings.VERA_EMBEDDER__MODEL or "text-embedding-3-small",
             dimension=settings.VERA_EMBEDDER__DIMENSION or 1536,
         )
@@ -280,7 +316,11 @@ def _embedder(*, provider: str, role: str) -> Embedder:
         import voyageai
 
         inner = embedders.VoyageEmbedder(
-            client=voyageai.Client(api_key=required_env("VOYAGE_API_KEY"), max_retries=0),
+            client=voyageai.Client(
+                api_key=required_env("VOYAGE_API_KEY"),
+                max_retries=0,
+                timeout=settings.VERA_EMBEDDER__TIMEOUT_S,
+            ),
             model=settings.VERA_EMBEDDER__MODEL or "voyage-3.5",
             dimension=settings.VERA_EMBEDDER__DIMENSION or 1024,
             input_type="query" if role == "query" else "document",
@@ -312,10 +352,31 @@ def _embedder(*, provider: str, role: str) -> Embedder:
 @functools.cache
 def embedding_meter() -> Any:
     """Counts every embedding provider call, its tokens and its cost (cache hits cost nothing),
-    exported as `vera_provider_tokens_total` and `vera_provider_cost_usd_total`."""
-    from retrieval.adapters.embedders import Meter
+    exported as `vera_provider_tokens_total` and `vera_provider_cost_usd_total` and charged
+    to the workspace the work was for (the admin's cost page, `usage_ledger`)."""
+    from retrieval.adapters.embedders import Meter, Usage
 
-    return Meter(on_record=metrics.usage_recorded)
+    def recorded(provider: str, model: str, added: Usage) -> None:
+        metrics.usage_recorded(provider, model, added)
+        usage_ledger().record(provider, model, added)
+
+    return Meter(on_record=recorded)
+
+
+@functools.cache
+def usage_ledger() -> Any:
+    """Metered provider usage of every process, in Redis until beat flushes it to Postgres.
+
+    One ledger per database: deployments (or test runs) sharing a Redis never drain
+    each other's usage into their own workspaces' rows.
+    """
+    from django.db import connection
+
+    from retrieval.adapters.usage_ledger import RedisUsageLedger
+
+    return RedisUsageLedger(
+        redis_client(), key=f"vera:provider-usage:{connection.settings_dict['NAME']}"
+    )
 
 
 @functools.cache
@@ -425,6 +486,9 @@ class RetrievalProviders:
             reranking=self.reranking(),
             fusion=fusion_weights(),
         )
+
+    def usage_ledger(self) -> Any:
+        return usage_ledger()
 
 
 class CurationProviders:

@@ -18,6 +18,16 @@ from openai.types.chat import ChatCompletion
 CODE_FENCE = re.compile(r"\A```(?:json)?\s*|\s*```\Z")
 
 
+# Errors that say "try again later" rather than "this request is wrong"; timeouts are
+# APIConnectionError subclasses. 4xx other than 429 is never retried. Every adapter on an
+# OpenAI(-compatible) API declares these as its `transient_errors` for the guarded wrapper.
+OPENAI_TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    openai.APIConnectionError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+)
+
+
 class UnreadableAnswer(ValueError):
     """The model's answer holds no readable JSON object (or not the fields asked for)."""
 

@@ -1,7 +1,10 @@
 """LLM judges for entity equivalence and fact contradiction (Chat Completions, JSON mode).
 
-Both judges fail closed: an API error, a refusal or an unreadable answer is logged and
-read as "no": no merge for equivalence, values coexist for contradiction.
+Both judges fail closed on an answer: a refused request (4xx), a refusal or an unreadable
+answer is logged and read as "no": no merge for equivalence, values coexist for
+contradiction. A transient error (timeout, connection, 429, 5xx) is raised instead, so
+that the guarded wrapper (`curation.adapters.resilient`) can retry it, count it against
+its breaker and report "no judgement" (JudgeUnavailable) rather than a "no".
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ from typing import Any
 
 import openai
 
-from curation.adapters.chat_json import UnreadableAnswer, complete_json, json_answer, quoted
+from curation.adapters.chat_json import (
+    OPENAI_TRANSIENT_ERRORS,
+    UnreadableAnswer,
+    complete_json,
+    json_answer,
+    quoted,
+)
 from curation.domain.names import normalize_name
 
 logger = logging.getLogger(__name__)
@@ -65,6 +74,8 @@ DEFAULT_THRESHOLD = 0.9
 class LLMEquivalenceJudge:
     """EquivalenceJudge that asks a chat model, caching verdicts per unordered name pair."""
 
+    transient_errors = OPENAI_TRANSIENT_ERRORS
+
     def __init__(
         self,
         *,
@@ -85,7 +96,7 @@ class LLMEquivalenceJudge:
         self._lock = threading.Lock()
 
     def same_entity(self, a: str, b: str, *, entity_type: str) -> bool:
-        """True when the model is confident both names are one entity; False on any failure."""
+        """True when the model is confident both names are one entity; False on a bad answer."""
         (key_a, name_a), (key_b, name_b) = sorted([(normalize_name(a), a), (normalize_name(b), b)])
         if not key_a or not key_b:
             return False
@@ -119,6 +130,8 @@ class LLMEquivalenceJudge:
 class LLMContradictionJudge:
     """ContradictionJudge that asks a chat model whether a new fact retires an old one."""
 
+    transient_errors = OPENAI_TRANSIENT_ERRORS
+
     def __init__(
         self, *, client: openai.OpenAI, model: str, threshold: float = DEFAULT_THRESHOLD
     ) -> None:
@@ -129,7 +142,7 @@ class LLMContradictionJudge:
         self._lock = threading.Lock()
 
     def replaces(self, new_fact: str, old_fact: str) -> bool:
-        """True when the model is confident the new fact replaces the old; False on any failure."""
+        """True when the model is confident the new fact replaces the old; False on a bad answer."""
         new, old = " ".join(new_fact.split()), " ".join(old_fact.split())
         if not new or not old or new == old:
             return False
@@ -151,11 +164,16 @@ def _checked_threshold(threshold: float) -> float:
 def _ask(
     client: openai.OpenAI, model: str, system: str, question: str, key: str, threshold: float
 ) -> bool | None:
-    """The model's yes/no on `key` at `threshold`; None (logged) when there is no verdict."""
+    """The model's yes/no on `key` at `threshold`; None (logged) when the answer has none.
+
+    Transient errors propagate: "try again later" is not an answer.
+    """
     try:
         response = complete_json(client, model=model, system=system, user=question)
         answer = json_answer(response)
         verdict = _verdict(answer, key, threshold)
+    except OPENAI_TRANSIENT_ERRORS:
+        raise
     except UnreadableAnswer as error:
         logger.warning("LLM judge (%s) gave no %r verdict: %s", model, key, error)
         return None

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import transaction
 
 from curation.domain import supersession
+from curation.domain.errors import JudgeUnavailable
 from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus, Decision
 from curation.models import Claim, Entity, Episode, Evidence, Source
@@ -149,6 +151,19 @@ def _place_in_history(claim: Claim, *, priority: Priority) -> Claim | None:
     return claim
 
 
+def _replaces_or_coexists(judge: ContradictionJudge) -> Callable[[str, str], bool]:
+    """The judge's verdict; "no" when it cannot judge now, as with no judge: values coexist."""
+
+    def replaces(new_fact: str, old_fact: str) -> bool:
+        try:
+            return judge.replaces(new_fact, old_fact)
+        except JudgeUnavailable as error:
+            logger.warning("no contradiction judgement, both values kept: %s", error)
+            return False
+
+    return replaces
+
+
 # savepoint=False: these join the caller's transaction without a savepoint round trip
 # each (ingestion calls them thousands of times); alone, they still run atomically.
 @transaction.atomic(savepoint=False)
@@ -167,7 +182,7 @@ def claim_publish(
         new_fact=claim.fact_text,
         current=_current_values(claim),
         functional=claim.predicate in functional_predicates(),
-        replaces=judge.replaces if judge else None,
+        replaces=_replaces_or_coexists(judge) if judge else None,
     )
     if plan.duplicate_of is not None:
         return Claim.objects.get(pk=plan.duplicate_of)

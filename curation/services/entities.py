@@ -10,6 +10,7 @@ and undone (`alias_unlink`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from pgvector.django import CosineDistance
 
+from curation.domain.errors import JudgeUnavailable
 from curation.domain.names import NameConflict, identifier_conflict, normalize_name
 from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus
@@ -29,6 +31,8 @@ from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
 from tenants.services.scopes import PermissionDenied
+
+logger = logging.getLogger(__name__)
 
 # A fuzzy match links only when the spellings are nearly identical (typos, spacing);
 # anything looser would merge siblings such as Niger and Nigeria. Between the two
@@ -140,13 +144,36 @@ def _nearest(matches: Sequence[_Match]) -> list[tuple[_Match, Entity]]:
 def _judged(
     judge: EquivalenceJudge, name: str, entity_type: str, nearest: list[tuple[_Match, Entity]]
 ) -> tuple[_Match, Entity] | None:
-    """The first unblocked match the judge confirms; blocked pairs are for reviewers only."""
+    """The first unblocked match the judge confirms; blocked pairs are for reviewers only.
+
+    JudgeUnavailable propagates: the caller then proposes the pairs as if unjudged.
+    """
     for match, entity in nearest:
         if match.conflict is None and judge.same_entity(
             name, match.alias.alias, entity_type=entity_type
         ):
             return match, entity
     return None
+
+
+def _ask_judge(
+    judge: EquivalenceJudge | None,
+    name: str,
+    entity_type: str,
+    nearest: list[tuple[_Match, Entity]],
+) -> tuple[tuple[_Match, Entity] | None, bool]:
+    """The judge's confirmed match, and whether the judge decided the unblocked pairs.
+
+    An unavailable judge decided nothing: its pairs go to reviewers as merge candidates
+    (even one it said no to before failing; a reviewer's extra look beats a lost pair).
+    """
+    if judge is None:
+        return None, False
+    try:
+        return _judged(judge, name, entity_type, nearest), True
+    except JudgeUnavailable as error:
+        logger.warning("no equivalence judgement for %r, left to reviewers: %s", name, error)
+        return None, False
 
 
 def _link(name: _Name, match: _Match, entity: Entity, *, method: str) -> Resolution:
@@ -186,13 +213,14 @@ def entity_resolve(
     if link := next((m for m in semantic if m.links(SEMANTIC_LINK)), None):
         return _link(embedded, link, canonical(link.alias.entity), method="semantic")
     nearest = _nearest([*fuzzy, *semantic])
-    if judge is not None and (confirmed := _judged(judge, name, entity_type, nearest)):
+    confirmed, judged = _ask_judge(judge, name, entity_type, nearest)
+    if confirmed:
         return _link(embedded, *confirmed, method="judge")
     entity = Entity.objects.create(
         group_id=group_id, canonical_name=name.strip(), entity_type=entity_type
     )
     _add_alias(entity, embedded, method="new")
-    _propose_merges(entity, nearest, judged=judge is not None)
+    _propose_merges(entity, nearest, judged=judged)
     return Resolution(entity, "new")
 
 

@@ -25,6 +25,7 @@ from retrieval.services.embedding import (
     pin_provider,
     stale_documents,
 )
+from tenants import rls
 
 # What the index keeps: what is valid now, and what was valid before (for as_of): a
 # superseded or retracted fact is hidden now but found as of a time it was valid.
@@ -148,15 +149,17 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
         )  # fmt: skip
         claims_of_group = [claim for claim in keep if claim.group_id == group_id]
         texts = [document_text(claim) for claim in claims_of_group]
-        vectors = group_embedder.embed(texts)
+        # A batch may hold several workspaces' jobs: each one's embedding is its own cost.
+        with rls.usage_for(group_id):
+            vectors = group_embedder.embed(texts)
+            companion = _companion(embedder, group_id)
+            if companion is not None:
+                ids = [claim.pk for claim in claims_of_group]
+                companions.append((companion, ids, companion.embed(texts)))
         documents += [
             _document(claim, text, vector, group_embedder)
             for claim, text, vector in zip(claims_of_group, texts, vectors, strict=True)
         ]
-        companion = _companion(embedder, group_id)
-        if companion is not None:
-            ids = [claim.pk for claim in claims_of_group]
-            companions.append((companion, ids, companion.embed(texts)))
     SearchDocument.objects.bulk_create(
         documents,
         update_conflicts=True,

@@ -31,6 +31,7 @@ from curation.services.sources import source_create
 from curation.tasks import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, Weights
+from retrieval.domain.usage import UsageTotal
 from retrieval.models import Feedback, GoldenQuery, SearchHit, WeightSet
 from retrieval.services.calibration import calibration_run
 from retrieval.services.erasure import erase
@@ -38,6 +39,7 @@ from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.index import index_claims
 from retrieval.services.snapshots import Pinning, snapshot_copy, snapshot_take
 from retrieval.services.weights import weight_set_activate, weight_set_create
+from retrieval.tasks import flush_provider_usage
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
@@ -45,6 +47,7 @@ from tenants.models import ApiKey, AuditEvent, Scope
 from tenants.selectors import principal_for_user
 from tenants.services.scopes import membership_grant, scope_create
 from tests.support.tenancy import Tenant
+from vera import wiring
 
 pytestmark = pytest.mark.django_db
 
@@ -183,6 +186,12 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
             target_id=Episode.objects.get(external_id="gone.md").pk, reason="test",
             confirm=True, catalog=retrieval_bootstrap.providers().embedders(),
         )  # fmt: skip
+    wiring.usage_ledger().add(  # a day of provider usage, flushed as beat does
+        UsageTotal(group_id=tenant_a.workspace.group_id, day=timezone.now().date(),
+                   provider="openai", model="text-embedding-3-small", calls=1, tokens=8,
+                   cost_usd=0.00000016)
+    )  # fmt: skip
+    flush_provider_usage()
     tenant_a.admin.is_staff = tenant_a.admin.is_superuser = True
     tenant_a.admin.save()
     client.force_login(tenant_a.admin)

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from curation.domain.errors import JudgeUnavailable
 from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, MergeCandidate, OutboxJob
@@ -96,6 +97,25 @@ def test_a_judge_confirms_a_semantic_candidate(ws: Tenant) -> None:
     a = _resolve(ws, "auth service", embedder=embedder)
     b = _resolve(ws, "login gateway", embedder=embedder, judge=AlwaysSame())
     assert (b.method, b.entity) == ("judge", a.entity)
+
+
+class UnavailableJudge:
+    """A guarded judge whose provider is down: no judgement, which is not a "no"."""
+
+    def same_entity(self, a: str, b: str, *, entity_type: str) -> bool:
+        raise JudgeUnavailable("judge down-1: circuit 'equivalence-judge' is open")
+
+
+def test_unavailable_judge_leaves_near_match_as_merge_candidate(ws: Tenant) -> None:
+    embedder = FixedEmbedder()
+    a = _resolve(ws, "auth service", embedder=embedder)
+    b = _resolve(ws, "login gateway", embedder=embedder, judge=UnavailableJudge())
+    candidate = MergeCandidate.objects.get(entity=b.entity)
+    assert (b.method, candidate.candidate, candidate.status) == (
+        "new",
+        a.entity,
+        MergeCandidate.Status.OPEN,
+    )
 
 
 def test_merges_are_reversible_and_audited(ws: Tenant) -> None:

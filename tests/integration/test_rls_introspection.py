@@ -31,6 +31,7 @@ from curation.models import Episode, OutboxPause
 from curation.services.entities import entity_resolve
 from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap as retrieval_bootstrap
+from retrieval.adapters.embedders.cached import CachedEmbedder
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.services.calibration import calibration_run
 from retrieval.services.embedding import embedding_companion
@@ -40,9 +41,11 @@ from retrieval.services.index import index_catch_up
 from retrieval.services.search import Query, feedback_record, search
 from retrieval.services.snapshots import Pinning, snapshot_copy, snapshot_take
 from retrieval.services.weights import weight_set_activate
+from retrieval.tasks import flush_provider_usage
 from tenants import rls
 from tenants.domain.access import Principal
 from tests.support.tenancy import Tenant, make_tenant, markdown_source
+from vera import wiring
 
 pytestmark = pytest.mark.django_db
 
@@ -107,6 +110,9 @@ def _fill(tenant: Tenant, root: Path) -> None:
     assert not report.error, report.error  # episodes, entities, aliases, claims, outbox
     process_outbox()  # search documents, lexical postings and statistics, embedding pin
     principal = tenant.principal(tenant.admin)
+    with rls.tenant_context(principal):  # provider usage, charged to the workspace
+        CachedEmbedder(HashingEmbedder(), meter=wiring.embedding_meter()).embed(["cost"])
+    flush_provider_usage()
     providers = retrieval_bootstrap.providers()
     with rls.tenant_context(principal):
         for name in ("Kubernetes cluster prod-eu-1", "Kubernetes cluster prod-eu-3"):

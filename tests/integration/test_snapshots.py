@@ -165,8 +165,10 @@ def test_a_sealed_snapshot_answers_as_it_did_whatever_the_index_does_since(
     assert status == 400
     assert "snapshot" in bad
 
-    # Sealed rows cannot be edited; a deleted posting breaks the seal: refused.
+    # Sealed rows cannot be edited; a deleted posting breaks the seal (and moves the
+    # generation, so the next search re-verifies): refused.
     with rls.tenant_context(admin):
+        generation = Snapshot.objects.get(pk=snapshot_id).generation
         with pytest.raises(DatabaseError, match="Cannot update"), transaction.atomic():
             SnapshotDocument.objects.filter(snapshot_id=snapshot_id).update(text="forged")
         with connection.cursor() as cursor:
@@ -175,6 +177,8 @@ def test_a_sealed_snapshot_answers_as_it_did_whatever_the_index_does_since(
                 " retrieval_snapshotterm WHERE snapshot_id = %s LIMIT 1)",
                 [snapshot_id],
             )
+    with rls.tenant_context(admin):
+        assert Snapshot.objects.get(pk=snapshot_id).generation > generation
     status, refused = _search(client, tenant_a.viewer, snapshot=snapshot_id)
     assert status == 409
     assert "no longer matches its seal" in refused["detail"]

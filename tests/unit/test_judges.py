@@ -107,14 +107,18 @@ def test_not_same_when_model_refuses(chat_api: StubChatAPI) -> None:
     assert _ask_equivalence(chat_api) is False
 
 
-def test_not_same_when_server_answers_500(chat_api: StubChatAPI) -> None:
+# Transient errors are raised, not read as "no": the guarded wrapper retries them and
+# turns a lasting one into JudgeUnavailable (tests/unit/test_llm_resilience.py).
+def test_transient_error_raised_when_server_answers_500(chat_api: StubChatAPI) -> None:
     chat_api.fail(500, "The server had an error while processing your request.")
-    assert _ask_equivalence(chat_api) is False
+    with pytest.raises(openai.InternalServerError):
+        _ask_equivalence(chat_api)
 
 
-def test_not_same_when_rate_limited(chat_api: StubChatAPI) -> None:
+def test_transient_error_raised_when_rate_limited(chat_api: StubChatAPI) -> None:
     chat_api.fail(429, "Rate limit reached.", kind="requests")
-    assert _ask_equivalence(chat_api) is False
+    with pytest.raises(openai.RateLimitError):
+        _ask_equivalence(chat_api)
 
 
 @pytest.mark.parametrize(
@@ -132,7 +136,7 @@ def test_not_same_when_response_body_is_not_a_completion(
     assert _ask_equivalence(chat_api) is False
 
 
-def test_not_same_when_server_is_unreachable() -> None:
+def test_transient_error_raised_when_server_is_unreachable() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -140,7 +144,8 @@ def test_not_same_when_server_is_unreachable() -> None:
         base_url=f"http://127.0.0.1:{port}/v1", api_key="test", max_retries=0, timeout=5
     )
     judge = LLMEquivalenceJudge(client=client, model=MODEL)
-    assert judge.same_entity("PG", "PostgreSQL", entity_type="database") is False
+    with pytest.raises(openai.APIConnectionError):
+        judge.same_entity("PG", "PostgreSQL", entity_type="database")
 
 
 def test_no_call_when_names_normalise_to_the_same_key(chat_api: StubChatAPI) -> None:
@@ -278,11 +283,10 @@ def test_failure_not_cached_when_api_errors(chat_api: StubChatAPI) -> None:
     chat_api.fail(500, "The server had an error while processing your request.")
     chat_api.reply_json(SAME)
     judge = chat_api.equivalence()
-    verdicts = (
-        judge.same_entity("PG", "PostgreSQL", entity_type="database"),
-        judge.same_entity("PG", "PostgreSQL", entity_type="database"),
-    )
-    assert (verdicts, judge.calls, judge.cache_hits) == ((False, True), 2, 0)
+    with pytest.raises(openai.InternalServerError):
+        judge.same_entity("PG", "PostgreSQL", entity_type="database")
+    verdict = judge.same_entity("PG", "PostgreSQL", entity_type="database")
+    assert (verdict, judge.calls, judge.cache_hits) == (True, 2, 0)
 
 
 def test_oldest_verdict_evicted_when_cache_is_full(chat_api: StubChatAPI) -> None:
@@ -307,13 +311,13 @@ def test_no_cache_when_cache_size_is_zero(chat_api: StubChatAPI) -> None:
 # --- equivalence: logging and configuration ----------------------------------------------
 
 
-def test_warning_names_error_class_when_server_answers_500(
+def test_warning_names_error_class_when_server_rejects_request(
     chat_api: StubChatAPI, caplog: pytest.LogCaptureFixture
 ) -> None:
-    chat_api.fail(500, "The server had an error while processing your request.")
+    chat_api.fail(400, "Invalid request.", kind="invalid_request_error")
     with caplog.at_level(logging.WARNING, logger="curation.adapters.judges"):
         _ask_equivalence(chat_api)
-    assert "InternalServerError (HTTP 500)" in caplog.text
+    assert "BadRequestError (HTTP 400)" in caplog.text
 
 
 def test_warning_says_why_when_answer_is_malformed(
@@ -380,9 +384,12 @@ def test_does_not_replace_when_model_refuses(chat_api: StubChatAPI) -> None:
     assert _ask_contradiction(chat_api) is False
 
 
-def test_does_not_replace_when_server_answers_500(chat_api: StubChatAPI) -> None:
+def test_transient_error_raised_when_contradiction_server_answers_500(
+    chat_api: StubChatAPI,
+) -> None:
     chat_api.fail(500, "The server had an error while processing your request.")
-    assert _ask_contradiction(chat_api) is False
+    with pytest.raises(openai.InternalServerError):
+        _ask_contradiction(chat_api)
 
 
 def test_request_labels_old_and_new_facts_when_judging(chat_api: StubChatAPI) -> None:

@@ -137,6 +137,7 @@ CELERY_TASK_ROUTES = {
     "retrieval.evaluate_workspaces": {"queue": "maintenance"},
     "retrieval.index_catch_up": {"queue": "maintenance"},
     "retrieval.snapshots_build": {"queue": "maintenance"},
+    "retrieval.flush_provider_usage": {"queue": "maintenance"},
 }
 # Beat reads its schedule from the database (django-celery-beat): the entries below are
 # written there at each start; the nightly learning jobs are rows a migration created,
@@ -198,6 +199,8 @@ VERA_EMBEDDER__COMPANION = env_str("VERA_EMBEDDER__COMPANION", "")
 VERA_EMBEDDER__THREADS = env_int("VERA_EMBEDDER__THREADS", default=1)
 # Provider requests per second (hosted embedders only).
 VERA_EMBEDDER__RATE_PER_S = env_int("VERA_EMBEDDER__RATE_PER_S", default=10)
+# Seconds a hosted embedder's request may take before it counts as a failure.
+VERA_EMBEDDER__TIMEOUT_S = env_int("VERA_EMBEDDER__TIMEOUT_S", default=30)
 
 # --- Stage-3 reranker (cross-encoder) ---------------------------------------------------
 # "" (off, the default) | voyage (rerank-2.5, VOYAGE_API_KEY) | llm (OPENAI_API_KEY)
@@ -227,6 +230,11 @@ VERA_JUDGE__LLM_MODEL = env_str("VERA_JUDGE__LLM_MODEL", "")
 VERA_JUDGE__LLM_BASE_URL = env_str("VERA_JUDGE__LLM_BASE_URL", "")
 VERA_JUDGE__THRESHOLD = float(env_str("VERA_JUDGE__THRESHOLD", "0.9"))
 VERA_JUDGE__CACHE_SIZE = env_int("VERA_JUDGE__CACHE_SIZE", default=4096)
+# The LLM extractor's and the judges' requests: the timeout of one request, requests per
+# second (each role has its own bucket and breaker), and retries of a transient error.
+VERA_LLM__TIMEOUT_S = env_int("VERA_LLM__TIMEOUT_S", default=60)
+VERA_LLM__RATE_PER_S = env_int("VERA_LLM__RATE_PER_S", default=5)
+VERA_LLM__RETRIES = env_int("VERA_LLM__RETRIES", default=2)
 # Predicates with one value at a time: a new value supersedes the old one.
 VERA_FUNCTIONAL_PREDICATES = env_list("VERA_FUNCTIONAL_PREDICATES", default=[])
 CELERY_BEAT_SCHEDULE["curation-schedule-sources"] = {
@@ -273,6 +281,15 @@ for _lanes in (VERA_BACKPRESSURE__LANE_BACKLOG, VERA_BACKPRESSURE__LANE_AGE_S):
             f"VERA_BACKPRESSURE__LANE_*: {sorted(unknown)} run no outbox jobs; "
             "name interactive or projection."
         )
+# What ingestion does while the projection lane is degraded: "defer" (a scheduled run
+# waits for a later tick, a manual one is refused), "slow" (runs, pausing PAUSE_S after
+# each page while the lane stays degraded) or "off" (ingests regardless).
+VERA_BACKPRESSURE__INGEST = env_str("VERA_BACKPRESSURE__INGEST", "defer")
+if VERA_BACKPRESSURE__INGEST not in ("defer", "slow", "off"):
+    raise ImproperlyConfigured(
+        f"VERA_BACKPRESSURE__INGEST={VERA_BACKPRESSURE__INGEST!r}; choose defer, slow or off."
+    )
+VERA_BACKPRESSURE__INGEST_PAUSE_S = env_int("VERA_BACKPRESSURE__INGEST_PAUSE_S", default=5)
 # /metrics (Prometheus text format) answers a scraper sending `Bearer <this token>`;
 # without a token it is off (404).
 VERA_METRICS__TOKEN = env_str("VERA_METRICS__TOKEN", "")
@@ -285,6 +302,12 @@ CELERY_BEAT_SCHEDULE["retrieval-index-catch-up"] = {
 # Knowledge snapshots waiting to be built (each is also sent at once when taken).
 CELERY_BEAT_SCHEDULE["retrieval-snapshots-build"] = {
     "task": "retrieval.snapshots_build",
+    "schedule": 60.0,
+    "options": {"expires": 60.0},
+}
+# Provider usage metered by every process, added to each workspace's day (the cost page).
+CELERY_BEAT_SCHEDULE["retrieval-flush-provider-usage"] = {
+    "task": "retrieval.flush_provider_usage",
     "schedule": 60.0,
     "options": {"expires": 60.0},
 }

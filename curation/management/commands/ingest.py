@@ -6,10 +6,13 @@ import time
 from argparse import ArgumentParser
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from curation.domain.progress import Cadence, ProgressReporter
 from curation.models import Source
+from curation.services.backpressure import ingest_pressure
 from curation.services.ingest import IngestReport
 from curation.tasks import ingest_now
 from tenants import rls
@@ -45,6 +48,11 @@ class Command(BaseCommand):
             metavar="SECONDS",
             help="when not on a terminal, print a progress line this often (default 10)",
         )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="ingest even while the projection lane is degraded (backpressure)",
+        )
 
     def _source(self, ident: str) -> Source:
         with rls.tenant_context(principal_system("operator")):
@@ -56,6 +64,20 @@ class Command(BaseCommand):
         if len(matches) != 1:
             raise CommandError(f"{len(matches)} sources match {ident!r}; use the id")
         return matches[0]
+
+    def _check_pressure(self, *, force: bool) -> None:
+        """Refuse while the projection lane is degraded (VERA_BACKPRESSURE__INGEST=defer).
+
+        Refused rather than queued: an operator at this command waits for its counts, and
+        the source's own schedule already runs it once the lane drains.
+        """
+        if force or settings.VERA_BACKPRESSURE__INGEST != "defer":
+            return
+        if reason := ingest_pressure(now=timezone.now()):
+            raise CommandError(
+                f"ingestion deferred, the outbox is behind: {reason}. The scheduler runs the "
+                "source once the lane drains; --force ingests now anyway."
+            )
 
     def _ingest(self, source: Source, progress: ProgressReporter) -> IngestReport:
         """The worker's run (`ingest_now`), with a progress callback on every page."""
@@ -84,6 +106,7 @@ class Command(BaseCommand):
                     config={**source.config, key: options["path"]}
                 )
                 source.refresh_from_db()
+        self._check_pressure(force=options["force"])
         started = time.perf_counter()
         progress = reporter_for(self, unit="records", every=options["progress_every"])
         report = self._ingest(source, progress)

@@ -8,15 +8,8 @@ from typing import Any
 
 import openai
 
+from curation.adapters.chat_json import OPENAI_TRANSIENT_ERRORS
 from retrieval.adapters.embedders.base import EmbedResult, checked, sum_tokens
-
-# Errors that say "try again later" rather than "this request is wrong"; timeouts are
-# APIConnectionError subclasses. 4xx other than 429 is never retried.
-OPENAI_TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    openai.APIConnectionError,
-    openai.RateLimitError,
-    openai.InternalServerError,
-)
 
 
 class OpenAIEmbedder:

@@ -7,8 +7,13 @@ from collections.abc import Sequence
 
 import openai
 
-from curation.adapters.chat_json import UnreadableAnswer, complete_json, json_answer, quoted
-from retrieval.adapters.embedders.openai import OPENAI_TRANSIENT_ERRORS
+from curation.adapters.chat_json import (
+    OPENAI_TRANSIENT_ERRORS,
+    UnreadableAnswer,
+    complete_json,
+    json_answer,
+    quoted,
+)
 from retrieval.adapters.rerankers.base import unit_score
 from retrieval.ports import RerankerError
 

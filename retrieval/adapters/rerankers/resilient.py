@@ -6,8 +6,8 @@ import functools
 import itertools
 from collections.abc import Sequence
 
+from curation.adapters.guarded import Guarded
 from kernel.resilience import CircuitOpen
-from retrieval.adapters.guarded import Guarded
 from retrieval.adapters.rerankers.base import described
 from retrieval.ports import Reranker, RerankerError
 
