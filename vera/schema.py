@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular import openapi
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import ComponentRegistry
 from drf_spectacular.utils import Direction
 from rest_framework import serializers
@@ -112,3 +113,32 @@ class AutoSchema(openapi.AutoSchema):
         if limited and direction == "response":
             responses.setdefault("429", THROTTLED)
         return responses
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]  # untyped
+    """`Authorization: Bearer vera_<prefix>_<secret>`: a workspace API key."""
+
+    target_class = "tenants.api.authentication.ApiKeyAuthentication"
+    name = "apiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key from the portal's API keys page: vera_<prefix>_<secret>.",
+        }
+
+
+class OidcScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]  # untyped
+    """`Authorization: Bearer <access token>` from the configured OIDC provider."""
+
+    target_class = "tenants.api.oidc.OIDCBearerAuthentication"
+    name = "oidc"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "An access token of the provider VERA_OIDC_ISSUER names (when set).",
+        }

@@ -30,6 +30,10 @@ def test_schema_documents_every_search_parameter_and_the_hit_shape(
     assert names == {"q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot"}
     components = schema["components"]["schemas"]
     assert set(components["Signals"]["properties"]) == set(SIGNALS)
+    # How to authenticate: an API key or an OIDC access token, both bearer.
+    schemes = schema["components"]["securitySchemes"]
+    assert {schemes["apiKey"]["scheme"], schemes["oidc"]["scheme"]} == {"bearer"}
+    assert {"apiKey": []} in operation["security"]
     assert {"id", "score", "signals", "citations", "rerank"} <= set(
         components["SearchHit"]["properties"]
     )
