@@ -35,9 +35,22 @@ def _after_fork(**_: Any) -> None:
     if not settings.VERA_WORKER_WARM_EMBEDDER:
         return
     try:
-        wiring.embedder().embed(["warm-up"])
+        warm_up(wiring.embedder())
     except Exception:  # a provider that is down must not stop the worker from starting
         logger.warning("the embedder could not be warmed up", exc_info=True)
+
+
+def warm_up(embedder: Any) -> None:
+    """Load the model behind the wrappers (cache, guard). Embedding a fixed text through
+    them would be a cache hit after the first worker ever started, and load nothing."""
+    model = embedder
+    while getattr(model, "inner", None) is not None:
+        model = model.inner
+    load = getattr(model, "warm_up", None)
+    if callable(load):
+        load()
+    else:  # a remote provider: nothing to load, a call proves it answers
+        model.embed(["warm-up"])
 
 
 def _ingest_counted(*, sender: Any = None, retval: Any = None, state: str = "", **_: Any) -> None:

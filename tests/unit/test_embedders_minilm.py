@@ -163,6 +163,12 @@ def test_minilm_loads_its_model_once_per_process(minilm: MiniLMEmbedder) -> None
     assert other._runtime() is minilm._runtime()
 
 
+def test_minilm_session_runs_without_the_cpu_arena_when_loaded(minilm: MiniLMEmbedder) -> None:
+    options = minilm._runtime().session.get_session_options()
+
+    assert options.enable_cpu_mem_arena is False
+
+
 def test_minilm_loads_nothing_until_the_first_embedding(tmp_path: Path) -> None:
     embedder = MiniLMEmbedder(model_file=tmp_path / "missing.onnx")
 

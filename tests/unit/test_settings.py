@@ -54,3 +54,46 @@ def test_a_malformed_boolean_is_a_clear_error() -> None:
     )
     assert result.returncode != 0
     assert "DJANGO_SECURE_SSL_REDIRECT='maybe' is not a boolean" in result.stderr
+
+
+def _worker_memory_limit(mb: str) -> str:
+    """Celery's worker_max_memory_per_child (KiB) in a process given VERA_WORKER__MAX_MEMORY_MB."""
+    probe = "from vera.celery import app; print(app.conf.worker_max_memory_per_child)"
+    env = {**os.environ, "VERA_WORKER__MAX_MEMORY_MB": mb}
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_worker_memory_limit_reaches_celery_in_kib_when_set() -> None:
+    assert _worker_memory_limit("512") == str(512 * 1024)
+
+
+def test_worker_memory_limit_is_off_when_zero() -> None:
+    assert _worker_memory_limit("0") == "None"
+
+
+def test_a_worker_warms_the_model_behind_its_cache_not_the_cache() -> None:
+    from vera.celery import warm_up
+
+    class Model:
+        loaded = 0
+
+        def warm_up(self) -> None:
+            self.loaded += 1
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            raise AssertionError("warming must not embed through the wrappers")
+
+    class Wrapper:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[0.0]]  # a cache hit: the model behind it would stay unloaded
+
+    model = Model()
+    warm_up(Wrapper(Wrapper(model)))
+    assert model.loaded == 1

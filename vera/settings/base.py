@@ -122,6 +122,14 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", default=15 * 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A pool process whose peak resident memory (billiard reads ru_maxrss on Linux) passed
+# this many MB is replaced after its current task (0: never): what native libraries keep
+# after a bulk projection goes back to the machine instead of staying with an idle
+# worker. The replacement loads its model again (worker_process_init). Celery counts KiB.
+VERA_WORKER__MAX_MEMORY_MB = env_int("VERA_WORKER__MAX_MEMORY_MB", default=1024)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = (
+    VERA_WORKER__MAX_MEMORY_MB * 1024 if VERA_WORKER__MAX_MEMORY_MB > 0 else None
+)
 CELERY_TIMEZONE = "UTC"
 # Lanes: each queue has its own worker processes (`bin/vera run`, compose), so a review
 # decision never waits behind a bulk ingest or its projection. Unrouted tasks go to

@@ -88,6 +88,10 @@ def _load(model_file: Path, intra_op_threads: int | None) -> _Runtime:
     # Spinning threads burn the cores that web and worker processes share: measured here,
     # two spinning threads ran at 43 sentences/s against 75/s without spinning.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Batches differ in shape (windows are padded per batch), and the CPU arena keeps every
+    # block it ever grew to and never returns it: after indexing 753 claims a worker's pool
+    # processes held 924 and 1,091 MiB with it, 334 and 365 MiB without (bench.load).
+    options.enable_cpu_mem_arena = False
     session = onnxruntime.InferenceSession(
         str(_verified(model_file, MODEL_SHA256)), options, providers=["CPUExecutionProvider"]
     )
