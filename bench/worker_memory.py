@@ -1,10 +1,10 @@
 """Worker memory: resident memory of each Celery worker process before and after indexing.
 
-    env -u DATABASE_URL -u DATABASE_OWNER_URL -u REDIS_URL .venv/bin/python -m bench.load
+    env -u DATABASE_URL -u DATABASE_OWNER_URL -u REDIS_URL .venv/bin/python -m bench.worker_memory
         [--docs 1200] [--concurrency 2] [--idle 30] [--embedder minilm|e5|hashing]
 
 `--docs` SciFact abstracts are ingested in this process as a tier-1 Markdown source
-into a fresh `vera_bench_load` database, which queues an index job per claim. Then one
+into a fresh `vera_bench_worker_memory` database, which queues an index job per claim. Then one
 projection-lane worker starts as compose starts it (`celery worker -Q projection`,
 prefork, `--concurrency 2`, the settings and environment production reads, the
 embedder warmed after fork) and drains those jobs through `curation.process_outbox`
@@ -135,7 +135,7 @@ def _ingest(docs: int) -> tuple[str, int]:
     from tenants.selectors import principal_system
     from tenants.services.scopes import scope_create
 
-    corpus = Path(tempfile.gettempdir()) / "vera-bench-load" / "docs"
+    corpus = Path(tempfile.gettempdir()) / "vera-bench-worker-memory" / "docs"
     write_corpus(corpus, docs=docs, scifact_only=True)
     org = scope_create(kind=ScopeKind.ORGANISATION, name="Load Org")
     workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Load WS", parent_id=org.pk)
@@ -194,7 +194,7 @@ def main() -> int:
     parser.add_argument("--idle", type=float, default=30.0, help="seconds idle after indexing")
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "e5", "hashing"])
     args = parser.parse_args()
-    os.environ["VERA_BENCH_DB"] = os.environ.get("VERA_BENCH_DB", "vera_bench_load")
+    os.environ["VERA_BENCH_DB"] = os.environ.get("VERA_BENCH_DB", "vera_bench_worker_memory")
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
     os.environ["VERA_BACKPRESSURE__INGEST"] = "off"
     os.environ.setdefault("VERA_SOURCES__FILE_ROOTS", tempfile.gettempdir())
@@ -210,9 +210,9 @@ def main() -> int:
     print(f"ingested {args.docs} documents, {claims} claims in {time.monotonic() - started:.0f} s")
     # Ingestion may have embedded entity names: empty the cache so the worker embeds all.
     _isolated_redis()
-    log = Path(tempfile.gettempdir()) / "vera-bench-load" / "worker.log"
+    log = Path(tempfile.gettempdir()) / "vera-bench-worker-memory" / "worker.log"
     command = [sys.executable, "-m", "celery", "-A", "vera", "worker", "-l", "info",
-               "-Q", "projection", "-n", "bench-load@%h", "--concurrency",
+               "-Q", "projection", "-n", "bench-memory@%h", "--concurrency",
                str(args.concurrency), "--without-gossip", "--without-mingle"]  # fmt: skip
     samples: dict[str, dict[int, tuple[int, int]]] = {}
     with _worker(command, _worker_env(), log) as pid:
