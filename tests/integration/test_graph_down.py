@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 from django.test import Client, override_settings
 
 from curation import bootstrap
@@ -17,55 +13,21 @@ from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
 from curation.tasks import ingest_now, process_outbox
-from devtools.redis_falkordb import falkordb_binaries
+from devtools.common import ServiceError
+from devtools.graph_server import GraphServer
 from tenants import rls
 from tests.support.tenancy import Tenant, markdown_source
 
 pytestmark = pytest.mark.django_db
 
 
-class GraphServer:
-    """A FalkorDB server of its own (not the broker's), so it can be stopped mid-test."""
-
-    def __init__(self, home: Path) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.home = home
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        server, module = falkordb_binaries()
-        self.process = subprocess.Popen(
-            [server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.home), "--loadmodule", module],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if client.ping():
-                    return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        pytest.fail("the graph server did not start")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
 @pytest.fixture
 def graph_server(tmp_path: Path) -> Iterator[GraphServer]:
     server = GraphServer(tmp_path)
-    server.start()
+    try:
+        server.start()
+    except ServiceError as error:
+        pytest.fail(str(error))
     with override_settings(VERA_MEMORY__FALKORDB_URL=server.url):
         yield server
     server.stop()
