@@ -161,10 +161,9 @@ def index_catch_up_workspaces() -> dict[str, str]:
     whose embedding model was switched, and embed with a workspace's companion model the
     documents without its vector (see `retrieval.services.embedding`)."""
     catalog = bootstrap.providers().embedders()
-    with rls.tenant_context(principal_system("index-catch-up")):
-        groups = groups_to_catch_up(catalog)
     outcomes: dict[str, str] = {}
-    for group_id in groups:
+    # Found across every group by a system finder; each then in a context of its own.
+    for group_id, stale in groups_to_catch_up():
         try:
             with rls.tenant_context(principal_system("index-catch-up", group_ids=[group_id])):
                 done = index_catch_up(group_id=group_id, catalog=catalog)
@@ -172,7 +171,8 @@ def index_catch_up_workspaces() -> dict[str, str]:
         except Exception as error:  # one workspace's failure must not stop the others'
             logger.exception("re-embedding %s failed", group_id)
             outcomes[group_id] = f"error: {type(error).__name__}: {error}"
-        else:
+            continue
+        if done or stale:  # a companion group with nothing missing is not news
             outcomes[group_id] = f"re-embedded {done}; {left} of {total} left"
             logger.info("re-embedding %s: %s", group_id, outcomes[group_id])
     return outcomes

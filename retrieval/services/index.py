@@ -367,16 +367,13 @@ def index_catch_up(
     return done
 
 
-def groups_to_catch_up(catalog: EmbedderCatalog | None = None) -> list[str]:
-    """Groups (visible to the tenant context) with documents on another model than their
-    pin, or (given the catalog) without their companion model's vector."""
-    return [
-        pin.group_id
-        for pin in GroupEmbedding.objects.order_by("group_id")
-        if stale_documents(pin.group_id, pin.model).exists()
-        or (
-            catalog is not None
-            and pin.companion in catalog.choices()
-            and companion_missing(pin.group_id, catalog.passage(pin.companion).model).exists()
-        )
-    ]
+def groups_to_catch_up() -> list[tuple[str, bool]]:
+    """(group, has stale documents) of the workspaces the catch-up may have work for,
+    across every group in one query through the system finder `vera_groups_to_catch_up`:
+    those with documents on another model than their pin, and those with a companion
+    model (whether a companion vector is missing is for `index_catch_up` to find, in a
+    tenant context of that group alone)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT group_id, stale, companion FROM vera_groups_to_catch_up()")
+        return [(group_id, stale) for group_id, stale, companion in cursor.fetchall()
+                if stale or companion]  # fmt: skip

@@ -24,11 +24,14 @@ from curation.models import OutboxJob, OutboxPause, Source
 from curation.selectors import outbox_due_groups, sources_due
 from curation.services.outbox import BatchHandler, Handler
 from curation.tasks import process_outbox
+from retrieval.models import GroupEmbedding, SearchDocument
+from retrieval.services.index import groups_to_catch_up
 from retrieval.services.snapshots import snapshot_take, snapshots_building
 from tenants import rls
 from tenants.domain.scopes import ScopeKind, new_group_id
 from tenants.models import Scope
 from tenants.selectors import principal_system
+from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant, markdown_source
 
 pytestmark = pytest.mark.django_db
@@ -202,6 +205,30 @@ def test_snapshots_waiting_in_every_group_are_found(tenant_a: Tenant, tenant_b: 
     assert snapshots_building() == taken
 
 
+def test_the_catch_up_finds_the_workspaces_with_stale_documents_or_a_companion(
+    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path
+) -> None:
+    for tenant in (tenant_a, tenant_b):
+        ingest_markdown(tenant, tmp_path / tenant.workspace.group_id,
+                        {"pay.md": "# Pay\n\nThe payments-api runs on k8s-prod-7.\n"})  # fmt: skip
+    # Many workspaces pinned to the model their (no) documents are on: no work.
+    groups = _workspaces(GROUPS)
+    with rls.tenant_context(principal_system("test", group_ids=groups)):
+        GroupEmbedding.objects.bulk_create(
+            GroupEmbedding(group_id=group_id, model="hashing-v1-256", dimension=256)
+            for group_id in groups
+        )
+    assert groups_to_catch_up() == []
+
+    a, b = tenant_a.workspace.group_id, tenant_b.workspace.group_id
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        SearchDocument.objects.update(embedding_model="an-older-model")  # a switch's leftovers
+    with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
+        GroupEmbedding.objects.update(companion="e5")
+
+    assert groups_to_catch_up() == sorted([(a, True), (b, False)])
+
+
 def test_policies_that_admit_every_row_are_never_the_application_roles() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -211,6 +238,8 @@ def test_policies_that_admit_every_row_are_never_the_application_roles() -> None
         unrestricted = cursor.fetchall()
         cursor.execute("SELECT current_user")
         (app_role,) = cursor.fetchone()
-    assert {table for table, _, _ in unrestricted} >= {"curation_outboxjob", "retrieval_snapshot"}
+    assert {table for table, _, _ in unrestricted} >= {
+        "curation_outboxjob", "retrieval_snapshot", "retrieval_searchdocument"
+    }  # fmt: skip
     widened = [(t, p, r) for t, p, r in unrestricted if {"public", app_role} & set(r)]
     assert widened == []
