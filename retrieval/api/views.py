@@ -192,21 +192,22 @@ class _EraseView(APIView):
         except ErasureRefused as error:
             raise exceptions.ValidationError({"detail": str(error)}) from None
         # Postgres first: the erasure is committed before anything else is touched.
-        transaction.on_commit(lambda: cleanup_after_commit(tombstone.pk, catalog))
+        transaction.on_commit(
+            lambda: cleanup_after_commit(tombstone.pk, tombstone.group_id, catalog)
+        )
         return Response(TombstoneSerializer(tombstone).data)
 
 
-def cleanup_after_commit(tombstone_id: int, catalog: object) -> None:
-    """After commit: the cleanup at once, under the tombstone's tenancy; on failure the
-    queued job stays for the worker."""
+def cleanup_after_commit(tombstone_id: int, group_id: str, catalog: object) -> None:
+    """After commit: the cleanup at once, under the tombstone's tenancy (its group's
+    alone); on failure the queued job stays for the worker."""
     from curation import bootstrap as curation_bootstrap
     from tenants import rls
     from tenants.selectors import principal_system
 
-    with rls.tenant_context(principal_system("erasure")):
-        tombstone = Tombstone.objects.get(pk=tombstone_id)
     providers = curation_bootstrap.providers()
-    with rls.tenant_context(principal_system("erasure", group_ids=[tombstone.group_id])):
+    with rls.tenant_context(principal_system("erasure", group_ids=[group_id])):
+        tombstone = Tombstone.objects.get(pk=tombstone_id)
         erasure_cleanup_now(
             tombstone, graph=providers.graph(), store=providers.object_store(),
             catalog=catalog,  # type: ignore[arg-type]

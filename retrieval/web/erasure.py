@@ -54,7 +54,9 @@ def erase_page(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
             context["error"] = str(error)
             context["reason"] = request.POST.get("reason", "")
         else:
-            transaction.on_commit(lambda: cleanup_after_commit(tombstone.pk, catalog))
+            transaction.on_commit(
+                lambda: cleanup_after_commit(tombstone.pk, tombstone.group_id, catalog)
+            )
             messages.success(request, f"Erased {KINDS[kind]} {pk}; this tombstone is what remains.")
             return redirect("search:tombstone", pk=tombstone.pk)
     return render(request, "retrieval/erase.html", context)
