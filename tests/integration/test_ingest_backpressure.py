@@ -3,15 +3,17 @@ scheduler defers due sources with the reason logged, and sends them once the lan
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from curation import tasks
 from curation.domain.outbox import PROJECT_CLAIM, Priority
-from curation.models import OutboxJob, Source
+from curation.models import Episode, OutboxJob, Source
 from curation.services.outbox import outbox_enqueue_many
 from tenants import rls
 from tests.support.tenancy import Tenant, markdown_source
@@ -75,3 +77,44 @@ def test_scheduler_ignores_the_lane_when_ingest_backpressure_is_off(
 ) -> None:
     settings.VERA_BACKPRESSURE__INGEST = "off"
     assert tasks.schedule_sources() == 1
+
+
+def test_manual_ingest_is_refused_with_the_reason_and_force_overrides_it(
+    tenant_a: Tenant, due_source: int, tmp_path: Path, full_projection_lane: None
+) -> None:
+    (tmp_path / "pay.md").write_text("# Pay\n\nThe payments-api runs on k8s-prod-7.\n")
+    with pytest.raises(CommandError) as refused:
+        call_command("ingest", str(due_source), stdout=io.StringIO())
+    assert "outbox lane projection: 4 visible pending jobs (threshold 3)" in str(refused.value)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert not Episode.objects.exists()  # refused before anything was read
+
+    call_command("ingest", str(due_source), "--force", stdout=io.StringIO())
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert Episode.objects.count() == 1
+
+
+def test_slow_mode_pauses_each_page_while_the_lane_is_degraded_and_loses_nothing(
+    tenant_a: Tenant, due_source: int, tmp_path: Path, full_projection_lane: None,
+    settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    settings.VERA_BACKPRESSURE__INGEST = "slow"
+    settings.VERA_BACKPRESSURE__INGEST_PAUSE_S = 7
+    for n in range(3):
+        (tmp_path / f"svc-{n}.md").write_text(f"# svc-{n}\n\nThe svc-{n} runs on k8s-{n}.\n")
+    pauses: list[float] = []
+    monkeypatch.setattr(tasks.time, "sleep", pauses.append)  # the pacing, not the clock
+
+    with caplog.at_level(logging.INFO, logger="curation.tasks"):
+        report = tasks.ingest_now(source_id=due_source, group_id=tenant_a.workspace.group_id)
+
+    assert (report.new, report.failed, report.error) == (3, 0, "")
+    assert pauses
+    assert set(pauses) == {7}
+    assert f"ingestion of source {due_source} pauses 7 s: outbox lane projection" in caplog.text
+    # Below its threshold (the run's own jobs included), pages follow without a pause.
+    settings.VERA_BACKPRESSURE__LANE_BACKLOG = {"projection": 1000}
+    (tmp_path / "svc-9.md").write_text("# svc-9\n\nThe svc-9 runs on k8s-9.\n")
+    pauses.clear()
+    assert tasks.ingest_now(source_id=due_source, group_id=tenant_a.workspace.group_id).new == 1
+    assert pauses == []
