@@ -141,6 +141,22 @@ def _get(setting: str, *, using: str) -> str:
     return str(row[0]) if row else ""
 
 
+def _swap(setting: str, value: str, *, using: str) -> str:
+    """Set `setting` for the transaction and return its previous value, in one round trip.
+
+    The materialized CTE is computed before the outer query reads its row, so the old
+    value is read before `set_config` runs, whatever order the target list is evaluated in.
+    """
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "WITH previous AS MATERIALIZED (SELECT coalesce(current_setting(%s, true), '') AS v) "
+            "SELECT v, set_config(%s, %s, true) FROM previous",
+            [setting, setting, value],
+        )
+        row = cursor.fetchone()
+    return str(row[0]) if row else ""
+
+
 def _encode(principal: Principal) -> str:
     return ",".join(sorted(principal.group_ids))
 
@@ -174,22 +190,28 @@ def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[
     4xx): the setting is transaction-local and goes with the rollback, and no query may
     run in such a block.
     """
+    outermost = not connections[using].in_atomic_block
     with transaction.atomic(using=using):
-        previous = _get(GROUPS_SETTING, using=using)
-        _set(GROUPS_SETTING, _encode(principal), using=using)
+        previous = _swap(GROUPS_SETTING, _encode(principal), using=using)
         token = _USAGE_GROUPS.set(principal.group_ids)
         try:
             yield principal
         finally:
             _USAGE_GROUPS.reset(token)
-        if not transaction.get_rollback(using=using):
+        # The outermost block's commit ends the setting with the transaction: nothing to
+        # restore (a round trip saved on every request and job).
+        if not outermost and not transaction.get_rollback(using=using):
             _set(GROUPS_SETTING, previous, using=using)
 
 
 @contextmanager
 def api_key_lookup(prefix: str, *, using: str = "default") -> Iterator[None]:
-    """Let the current transaction see the one API key row with this public prefix."""
-    with transaction.atomic(using=using):
+    """Let the current transaction see the one API key row with this public prefix.
+
+    No savepoint of its own inside a transaction (two round trips saved per request): an
+    error in the block breaks the enclosing transaction, which rolls back with the setting.
+    """
+    with transaction.atomic(using=using, savepoint=False):
         _set(KEY_LOOKUP_SETTING, prefix, using=using)
         yield
         _set(KEY_LOOKUP_SETTING, "", using=using)

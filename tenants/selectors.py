@@ -5,7 +5,13 @@ from __future__ import annotations
 from django.db import connection
 from django.db.models import QuerySet
 
-from tenants.domain.access import Principal, ScopeNode, cap_roles, effective_roles
+from tenants.domain.access import (
+    Principal,
+    ScopeNode,
+    cap_roles,
+    effective_roles,
+    subtree_groups,
+)
 from tenants.domain.limits import Budget, ScopeLimits
 from tenants.domain.scopes import Role
 from tenants.models import ApiKey, AuditEvent, Membership, Scope
@@ -31,14 +37,18 @@ def _scope_tree(root_ids: set[int]) -> list[ScopeNode]:
         return [ScopeNode(pk, parent, group) for pk, parent, group in cursor.fetchall()]
 
 
-def user_roles(user_id: int) -> dict[str, Role]:
-    """Every group id the user's memberships reach, with the role that reaches it."""
-    memberships = [
+def _memberships(user_id: int) -> list[tuple[int, Role]]:
+    return [
         (scope_id, Role(role))
         for scope_id, role in Membership.objects.filter(user_id=user_id).values_list(
             "scope_id", "role"
         )
     ]
+
+
+def user_roles(user_id: int) -> dict[str, Role]:
+    """Every group id the user's memberships reach, with the role that reaches it."""
+    memberships = _memberships(user_id)
     if not memberships:
         return {}
     return effective_roles(_scope_tree({scope for scope, _ in memberships}), memberships)
@@ -50,9 +60,16 @@ def principal_for_user(user_id: int, *, label: str) -> Principal:
 
 
 def principal_for_api_key(key: ApiKey) -> Principal:
-    """An API key acts as its owner, capped by its ceiling and limited to its scope's subtree."""
-    within = {node.group_id for node in _scope_tree({key.scope_id})}
-    roles = cap_roles(user_roles(key.owner_id), ceiling=Role(key.role_ceiling), within=within)
+    """An API key acts as its owner, capped by its ceiling and limited to its scope's subtree.
+
+    One subtree query serves both: the owner's membership scopes and the key's scope are
+    its roots, so the key's scope and everything under it are among the nodes it returns.
+    """
+    memberships = _memberships(key.owner_id)
+    nodes = _scope_tree({scope for scope, _ in memberships} | {key.scope_id})
+    within = subtree_groups(nodes, key.scope_id)
+    owner = effective_roles(nodes, memberships) if memberships else {}
+    roles = cap_roles(owner, ceiling=Role(key.role_ceiling), within=within)
     return Principal(
         label=f"api-key:{key.prefix}", user_id=key.owner_id, roles=roles, api_key_id=key.pk
     )

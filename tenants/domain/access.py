@@ -48,6 +48,23 @@ class Principal:
 ANONYMOUS = Principal(label="anonymous")
 
 
+def subtree_groups(scopes: Iterable[ScopeNode], root_id: int) -> set[str]:
+    """The group ids of scope `root_id` and every scope under it, among `scopes`."""
+    nodes = list(scopes)
+    children: dict[int, list[ScopeNode]] = {}
+    for node in nodes:
+        if node.parent_id is not None:
+            children.setdefault(node.parent_id, []).append(node)
+    found: set[str] = set()
+    todo = [node for node in nodes if node.id == root_id]
+    while todo:
+        node = todo.pop()
+        if node.group_id not in found:
+            found.add(node.group_id)
+            todo.extend(children.get(node.id, ()))
+    return found
+
+
 def effective_roles(
     scopes: Iterable[ScopeNode], memberships: Iterable[tuple[int, Role]]
 ) -> dict[str, Role]:

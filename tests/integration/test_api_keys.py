@@ -239,3 +239,21 @@ def test_audit_trail_records_issue_and_revoke(client: Client, tenant_a: Tenant) 
 
 def test_roles_ordering_is_total() -> None:
     assert sorted(Role) == [Role.VIEWER, Role.CONTRIBUTOR, Role.REVIEWER, Role.ADMIN, Role.OWNER]
+
+
+def test_a_key_authenticated_request_costs_few_round_trips(
+    client: Client, tenant_a: Tenant
+) -> None:
+    key = str(_issue(client, tenant_a)["key"])
+    client.logout()
+    assert client.get("/api/v1/me", **_bearer(key)).status_code == 200  # last_used_at set
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get("/api/v1/me", **_bearer(key)).status_code == 200
+    statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
+    # BEGIN; the request's context (the old setting read and the new one set at once); the
+    # key's row (its prefix admitted, read, withdrawn); the owner's memberships; one
+    # subtree query for them and the key's scope; the caller's groups; COMMIT. Nine in
+    # production: no savepoints, no restoring a setting the commit ends anyway. Here the
+    # test's transaction encloses the request: a savepoint pair and one restore instead.
+    assert "SAVEPOINT" not in statements[1:-1]
+    assert len(captured.captured_queries) <= 10, statements

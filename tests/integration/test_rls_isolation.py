@@ -60,6 +60,20 @@ def test_nothing_leaks_to_the_next_transaction_on_a_persistent_connection(
         assert _groups_seen("tenants_apikey") == set()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_outermost_context_ends_with_its_transaction(
+    two_tenants: tuple[Tenant, Tenant],
+) -> None:
+    a, _ = two_tenants
+    # Outermost: the setting is not restored by a statement, the commit ends it.
+    with rls.tenant_context(a.principal(a.admin)):
+        assert _groups_seen("tenants_apikey") == {a.workspace.group_id}
+    assert not connection.in_atomic_block
+    with transaction.atomic():
+        assert rls.current_group_ids() == []
+        assert _groups_seen("tenants_apikey") == set()
+
+
 def test_only_the_rls_module_writes_the_setting() -> None:
     from pathlib import Path
 
