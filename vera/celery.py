@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import task_postrun, worker_process_init, worker_process_shutdown
+from celery.signals import beat_init, task_postrun, worker_process_init, worker_process_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.local")
 
@@ -38,6 +38,14 @@ def _after_fork(**_: Any) -> None:
         warm_up(wiring.embedder())
     except Exception:  # a provider that is down must not stop the worker from starting
         logger.warning("the embedder could not be warmed up", exc_info=True)
+
+
+def _beat_started(**_: Any) -> None:
+    """Beat traces (when on) its schedule's queries and each task it sends; the worker's
+    span of a task is then a child of beat's send, so a scheduled run has one trace."""
+    from vera.tracing import setup_tracing
+
+    setup_tracing("vera-beat")
 
 
 def warm_up(embedder: Any) -> None:
@@ -82,6 +90,7 @@ def _before_exit(*, pid: int, **_: Any) -> None:
 # Connected by a call, not as a decorator: celery ships no type hints, and an untyped
 # decorator would make the function untyped to mypy.
 worker_process_init.connect(_after_fork)
+beat_init.connect(_beat_started)
 task_postrun.connect(_ingest_counted)
 task_postrun.connect(_learning_counted)
 worker_process_shutdown.connect(_before_exit)

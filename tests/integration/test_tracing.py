@@ -14,13 +14,19 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -219,3 +225,35 @@ def test_a_search_and_the_outbox_job_its_hit_caused_reach_an_otlp_receiver(
     assert celery_run.service == "vera-worker"
     assert celery_run.trace_id == retract.trace_id
     assert job.trace_id == celery_run.trace_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beat_traces_the_tasks_it_sends(
+    tmp_path: Path, app_database_url: str, receiver: Receiver, settings: Any
+) -> None:
+    # A broker database of its own: what beat sends here must reach no test's worker.
+    broker = re.sub(r"(/\d+)?$", "/9", settings.CELERY_BROKER_URL, count=1)
+    env = {**os.environ, **_tracing_env(receiver), "DATABASE_URL": app_database_url,
+           "CELERY_BROKER_URL": broker, "CELERY_RESULT_BACKEND": broker}  # fmt: skip
+    env.pop("DATABASE_OWNER_URL", None)
+    with (tmp_path / "beat.log").open("wb") as log:
+        beat = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "vera", "beat", "-l", "info",
+             "-s", str(tmp_path / "schedule")],
+            cwd=Path(__file__).resolve().parents[2], env=env, stdout=log, stderr=log,
+        )  # fmt: skip
+    try:
+        # The outbox sweeps are due every 10 s: beat's first sends come within that.
+        spans = receiver.wait_for(
+            lambda spans: any(s.name == "apply_async/curation.process_outbox" for s in spans),
+            timeout=60,
+        )
+    finally:
+        beat.terminate()
+        beat.wait(timeout=30)
+        redis.Redis.from_url(broker).flushdb()
+
+    sent = next(s for s in spans if s.name == "apply_async/curation.process_outbox")
+    assert sent.service == "vera-beat"
+    assert sent.kind == SpanProto.SPAN_KIND_PRODUCER
+    assert sent.attributes.get("celery.action") == "apply_async"
