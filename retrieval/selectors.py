@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
 from curation.models import Claim, Evidence
@@ -330,3 +331,19 @@ def weight_sets_evaluated(*, group_id: str) -> list[WeightSetRow]:
         )
     )
     return rows
+
+
+def groups_with_votes(since: dt.datetime) -> list[str]:
+    """Workspaces with votes on hits logged since then (the samples calibration reads),
+    across every group through the system finder `vera_groups_with_votes`."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT group_id FROM vera_groups_with_votes(%s)", [since])
+        return [group_id for (group_id,) in cursor.fetchall()]
+
+
+def groups_with_golden() -> list[str]:
+    """Workspaces with enabled golden queries, through the system finder
+    `vera_groups_with_golden`."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT group_id FROM vera_groups_with_golden()")
+        return [group_id for (group_id,) in cursor.fetchall()]

@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from retrieval import bootstrap
 from retrieval.domain.evaluation import Floors
-from retrieval.models import CalibrationRun, EvaluationRun, Feedback, GoldenQuery, WeightSet
+from retrieval.models import CalibrationRun, EvaluationRun, GoldenQuery, WeightSet
+from retrieval.selectors import groups_with_golden, groups_with_votes
 from retrieval.services.calibration import RunInProgress, calibration_run
 from retrieval.services.embedding import catch_up_progress
 from retrieval.services.evaluation import evaluation_run
@@ -44,20 +45,6 @@ def learning_window() -> dt.timedelta:
 def _run_key(prefix: str) -> str:
     request_id = getattr(getattr(current_task, "request", None), "id", None)
     return f"{prefix}:{request_id}" if request_id else ""
-
-
-def groups_with_votes(since: dt.datetime) -> list[str]:
-    """Workspaces with votes on hits logged since then (the samples calibration reads)."""
-    with rls.tenant_context(principal_system("learning")):
-        votes = Feedback.objects.filter(hit__created_at__gte=since)
-        return sorted(set(votes.values_list("group_id", flat=True)))
-
-
-def groups_with_golden() -> list[str]:
-    """Workspaces with enabled golden queries."""
-    with rls.tenant_context(principal_system("learning")):
-        golden = GoldenQuery.objects.filter(enabled=True)
-        return sorted(set(golden.values_list("group_id", flat=True)))
 
 
 def evaluator(

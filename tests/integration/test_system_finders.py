@@ -10,6 +10,7 @@ owner role's alone.
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,8 @@ from curation.models import OutboxJob, OutboxPause, Source
 from curation.selectors import outbox_due_groups, sources_due
 from curation.services.outbox import BatchHandler, Handler
 from curation.tasks import process_outbox
-from retrieval.models import GroupEmbedding, SearchDocument
+from retrieval.models import Feedback, GoldenQuery, GroupEmbedding, SearchDocument, SearchHit
+from retrieval.selectors import groups_with_golden, groups_with_votes
 from retrieval.services.index import groups_to_catch_up
 from retrieval.services.snapshots import snapshot_take, snapshots_building
 from tenants import rls
@@ -227,6 +229,32 @@ def test_the_catch_up_finds_the_workspaces_with_stale_documents_or_a_companion(
         GroupEmbedding.objects.update(companion="e5")
 
     assert groups_to_catch_up() == sorted([(a, True), (b, False)])
+
+
+def test_the_learning_loop_finds_the_workspaces_with_recent_votes_or_golden_queries(
+    tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    now = timezone.now()
+    a, b = tenant_a.workspace.group_id, tenant_b.workspace.group_id
+    for tenant, logged in ((tenant_a, now - dt.timedelta(days=1)),
+                           (tenant_b, now - dt.timedelta(days=90))):  # fmt: skip
+        group_id = tenant.workspace.group_id
+        with rls.tenant_context(tenant.principal(tenant.admin)):
+            hit = SearchHit.objects.create(
+                group_id=group_id, query_id=uuid.uuid4(), query_text="q", claim_id=1, rank=1,
+                score=1.0, signals={},
+            )  # fmt: skip
+            SearchHit.objects.filter(pk=hit.pk).update(created_at=logged)
+            Feedback.objects.create(group_id=group_id, hit=hit, claim_id=1, helpful=True)
+    with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
+        GoldenQuery.objects.create(group_id=b, key="q1", text="q", expected_texts=["x"])
+        GoldenQuery.objects.create(
+            group_id=b, key="q2", text="q", expected_texts=["x"], enabled=False
+        )
+
+    assert groups_with_votes(now - dt.timedelta(days=30)) == [a]  # b's votes are too old
+    assert groups_with_votes(now - dt.timedelta(days=100)) == sorted([a, b])
+    assert groups_with_golden() == [b]
 
 
 def test_policies_that_admit_every_row_are_never_the_application_roles() -> None:

@@ -8,7 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from retrieval.tasks import calibrate_groups, groups_with_votes, learning_window
+from retrieval.selectors import groups_with_votes
+from retrieval.tasks import calibrate_groups, learning_window
 from tenants.management.tenant_command import checked_groups
 
 
