@@ -101,9 +101,10 @@ def principal_system(label: str, *, group_ids: list[str] | None = None) -> Princ
 
     For system processes that serve tenants; user-facing code never uses it. None lists
     every scope into the tenant setting, which grows with the number of workspaces: the
-    periodic jobs (outbox, scheduler, backpressure, snapshot sweep) instead find the
-    groups that have work through a system finder (`rls.system_finder`) and act for just
-    those; None remains for operator commands and nightly jobs.
+    periodic jobs (outbox, scheduler, backpressure, snapshot sweep, index catch-up, the
+    nightly calibration and evaluation) instead find the groups that have work through a
+    system finder (`rls.system_finder`) and act for just those; None remains for operator
+    commands.
     """
     scopes = (
         Scope.objects.all() if group_ids is None else Scope.objects.filter(group_id__in=group_ids)
