@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -73,6 +74,25 @@ def setup_django(*, fresh: bool = True) -> None:
     connection = connections["default"]
     connection.close()
     connection.settings_dict.update(USER=app["USER"], PASSWORD=app["PASSWORD"])
+
+
+@contextmanager
+def child_process(
+    args: list[str], env: dict[str, str], log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A process of ours (a worker, beat, gunicorn) run from the checkout with its output in
+    `log`; on exit it gets SIGTERM and a minute to stop, then SIGKILL."""
+    with log.open("wb") as out:
+        child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
+    try:
+        yield child
+    finally:
+        child.send_signal(signal.SIGTERM)
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
 
 @contextmanager

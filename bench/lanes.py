@@ -18,31 +18,14 @@ import argparse
 import contextlib
 import os
 import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from bench.common import ROOT, setup_django
+from bench.common import child_process, setup_django
 from bench.ingest import write_corpus
-
-
-@contextlib.contextmanager
-def _process(args: list[str], env: dict[str, str], log: Path) -> Iterator[None]:
-    with log.open("wb") as out:
-        child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
-        try:
-            yield
-        finally:
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                child.kill()
 
 
 def _review_docs(root: Path, count: int) -> None:
@@ -130,12 +113,12 @@ def main() -> int:
     backlogs: list[int] = []
     with contextlib.ExitStack() as stack:
         for lane in ("ingest", "projection", "interactive"):
-            stack.enter_context(_process(
+            stack.enter_context(child_process(
                 [*celery, "worker", "-l", "info", "-Q", lane, "-n", f"bench-{lane}@%h",
                  "--concurrency", "1", "--without-gossip", "--without-mingle"],
                 env, logs / f"{lane}.log",
             ))  # fmt: skip
-        stack.enter_context(_process(
+        stack.enter_context(child_process(
             [*celery, "beat", "-l", "info", "-s", str(work / "beat-schedule")], env,
             logs / "beat.log",
         ))  # fmt: skip

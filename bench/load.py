@@ -52,13 +52,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.common import ROOT, lift_rate_limits, setup_django
+from bench.common import child_process, lift_rate_limits, setup_django
 from bench.search_latency import app_database_url, nearest_rank
 from devtools.graph_server import GraphServer
 
@@ -93,21 +92,6 @@ def _runbooks(folder: Path, count: int) -> None:
 
 
 # --- processes ----------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with log.open("wb") as out:
-        child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
-    try:
-        yield child
-    finally:
-        child.send_signal(signal.SIGTERM)
-        try:
-            child.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
 
 
 def _children(pid: int) -> list[int]:
@@ -549,19 +533,19 @@ def _servers(
     logs.mkdir()
     celery = [sys.executable, "-m", "celery", "-A", "vera"]
     processes = {}
-    processes["gunicorn"] = stack.enter_context(_process(
+    processes["gunicorn"] = stack.enter_context(child_process(
         [sys.executable, "-m", "gunicorn", "vera.wsgi:application", "-c", "gunicorn.conf.py",
          "--bind", f"127.0.0.1:{port}", "--workers", str(WEB_WORKERS),
          "--worker-class", "gthread", "--threads", str(WEB_THREADS), "--log-level", "warning"],
         env, logs / "gunicorn.log",
     ))  # fmt: skip
     for lane in ("ingest", "projection", "interactive"):
-        processes[f"celery {lane}"] = stack.enter_context(_process(
+        processes[f"celery {lane}"] = stack.enter_context(child_process(
             [*celery, "worker", "-l", "info", "-Q", lane, "-n", f"load-{lane}@%h",
              "--concurrency", "1", "--without-gossip", "--without-mingle"],
             env, logs / f"{lane}.log",
         ))  # fmt: skip
-    processes["celery beat"] = stack.enter_context(_process(
+    processes["celery beat"] = stack.enter_context(child_process(
         [*celery, "beat", "-l", "info", "-s", str(work / "beat-schedule")], env,
         logs / "beat.log",
     ))  # fmt: skip

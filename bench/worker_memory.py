@@ -20,18 +20,14 @@ VERA_WORKER__MAX_MEMORY_MB in the environment to compare. Asserts nothing.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from bench.common import ROOT, setup_django
+from bench.common import child_process, setup_django
 from bench.ingest import write_corpus
 
 BROKER_DB = 10  # apart from the test suite's and bench.lanes' (7) Redis databases
@@ -84,20 +80,6 @@ def _print_table(main: int, samples: dict[str, dict[int, tuple[int, int]]]) -> N
     for name in names:
         total = sum(rss for rss, _ in samples[name].values())
         print(f"total {name:<10} {total / 1024:.0f} MiB over {len(samples[name])} processes")
-
-
-@contextlib.contextmanager
-def _worker(args: list[str], env: dict[str, str], log: Path) -> Iterator[int]:
-    with log.open("wb") as out:
-        child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
-        try:
-            yield child.pid
-        finally:
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                child.kill()
 
 
 def _wait_ready(log: Path, pid: int, concurrency: int, timeout_s: float = 300) -> None:
@@ -215,7 +197,8 @@ def main() -> int:
                "-Q", "projection", "-n", "bench-memory@%h", "--concurrency",
                str(args.concurrency), "--without-gossip", "--without-mingle"]  # fmt: skip
     samples: dict[str, dict[int, tuple[int, int]]] = {}
-    with _worker(command, _worker_env(), log) as pid:
+    with child_process(command, _worker_env(), log) as worker:
+        pid = worker.pid
         _wait_ready(log, pid, args.concurrency)
         samples["ready"] = _sample(pid)
         elapsed = _drain(group_id, args.concurrency)
