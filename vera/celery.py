@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
@@ -25,18 +26,25 @@ def _after_fork(**_: Any) -> None:
     Loading the model here, not on the first task, keeps a worker's first review
     decision from waiting for it (measured: 21 s on a busy 2-core machine).
     """
-    from django.conf import settings
-
     from vera import wiring
     from vera.tracing import setup_tracing
 
     setup_tracing("vera-worker")
     wiring.reset()
+    warm_embedder(wiring.embedder)
+
+
+def warm_embedder(embedder_of: Callable[[], Any]) -> None:
+    """Load the embedding model now, before the process takes work (a Celery pool
+    process, a gunicorn worker), unless VERA_WORKER_WARM_EMBEDDER is off. A provider that
+    is down must not stop the process from starting: that is logged, not raised."""
+    from django.conf import settings
+
     if not settings.VERA_WORKER_WARM_EMBEDDER:
         return
     try:
-        warm_up(wiring.embedder())
-    except Exception:  # a provider that is down must not stop the worker from starting
+        warm_up(embedder_of())
+    except Exception:
         logger.warning("the embedder could not be warmed up", exc_info=True)
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = (
@@ -97,3 +101,31 @@ def test_a_worker_warms_the_model_behind_its_cache_not_the_cache() -> None:
     model = Model()
     warm_up(Wrapper(Wrapper(model)))
     assert model.loaded == 1
+
+
+def test_warming_is_skipped_when_off_and_a_failure_does_not_stop_the_process(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from vera.celery import warm_embedder
+
+    class Model:
+        loaded = 0
+
+        def warm_up(self) -> None:
+            self.loaded += 1
+
+    model = Model()
+    settings.VERA_WORKER_WARM_EMBEDDER = False
+    warm_embedder(lambda: model)
+    assert model.loaded == 0
+
+    settings.VERA_WORKER_WARM_EMBEDDER = True
+    warm_embedder(lambda: model)
+    assert model.loaded == 1
+
+    def provider_down() -> Model:
+        raise ConnectionError("provider down")
+
+    with caplog.at_level(logging.WARNING, logger="vera.celery"):
+        warm_embedder(provider_down)  # logged, not raised
+    assert "the embedder could not be warmed up" in caplog.text
