@@ -190,7 +190,10 @@ def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[
     4xx): the setting is transaction-local and goes with the rollback, and no query may
     run in such a block.
     """
-    outermost = not connections[using].in_atomic_block
+    # Outermost: this block's own commit (or rollback) ends the transaction. Not so under
+    # autocommit off, where Django's outermost block leaves the transaction open.
+    connection = connections[using]
+    outermost = not connection.in_atomic_block and connection.get_autocommit()
     with transaction.atomic(using=using):
         previous = _swap(GROUPS_SETTING, _encode(principal), using=using)
         token = _USAGE_GROUPS.set(principal.group_ids)

@@ -74,6 +74,22 @@ def test_an_outermost_context_ends_with_its_transaction(
         assert _groups_seen("tenants_apikey") == set()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_context_restores_the_setting_when_autocommit_is_off(
+    two_tenants: tuple[Tenant, Tenant],
+) -> None:
+    a, _ = two_tenants
+    transaction.set_autocommit(False)  # the block below then commits nothing itself
+    try:
+        with rls.tenant_context(a.principal(a.admin)):
+            assert _groups_seen("tenants_apikey") == {a.workspace.group_id}
+        assert rls.current_group_ids() == []  # the transaction is still open
+        assert _groups_seen("tenants_apikey") == set()
+    finally:
+        transaction.rollback()
+        transaction.set_autocommit(True)
+
+
 def test_only_the_rls_module_writes_the_setting() -> None:
     from pathlib import Path
 
