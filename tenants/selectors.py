@@ -81,8 +81,14 @@ def scopes_administered(principal: Principal) -> QuerySet[Scope]:
 
 
 def api_keys_visible(principal: Principal) -> QuerySet[ApiKey]:
-    """Keys in scopes the principal administers, plus the principal's own (RLS applies too)."""
+    """Keys in scopes the principal administers, plus the principal's own (RLS applies too).
+
+    Through an API key, the owner's own keys only within that key's reach: a key never
+    lists (nor acts on) its owner's keys of scopes it cannot see.
+    """
     own = ApiKey.objects.filter(owner_id=principal.user_id)
+    if principal.api_key_id is not None:
+        own = own.filter(group_id__in=sorted(principal.group_ids))
     return (
         (ApiKey.objects.filter(group_id__in=principal.groups_at_least(Role.ADMIN)) | own)
         .select_related("owner", "scope", "created_by")

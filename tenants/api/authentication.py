@@ -9,6 +9,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.request import Request
 
 from tenants import rls
+from tenants.domain import api_keys as keys
 from tenants.domain.access import Principal
 from tenants.services.api_keys import api_key_authenticate
 
@@ -41,29 +42,44 @@ def client_ip(request: Request) -> str:
 
 
 class FailureLimiter:
-    """Counts failed authentications per client in the cache; too many -> 429."""
+    """Counts failed authentications in the cache, per client address and per key prefix.
+
+    A failure counts against the address it came from and, for a `vera_` key, against
+    the prefix it presented, each in its own counter; past either limit a failure is
+    answered 429 instead of 401. A credential that verifies is never refused for the
+    counters: ten bad keys from behind a shared NAT, or someone hammering a known
+    prefix, must not lock out the valid keys of everyone else. The secret (256 bits)
+    is what resists guessing; the counters slow scanners down and make them visible.
+    """
 
     def __init__(self) -> None:
         self.limit = settings.VERA_AUTH_FAILURE_LIMIT
         self.window = settings.VERA_AUTH_FAILURE_WINDOW_S
 
-    def _key(self, ip: str) -> str:
-        return f"authfail:{ip}"
+    @staticmethod
+    def _keys(ip: str, prefix: str | None) -> list[str]:
+        keys = [f"authfail:ip:{ip}"]
+        if prefix:
+            keys.append(f"authfail:key:{prefix}")
+        return keys
 
-    def check(self, ip: str) -> None:
-        if (cache.get(self._key(ip)) or 0) >= self.limit:
-            raise exceptions.Throttled(
+    def failed(self, *, ip: str, prefix: str | None = None) -> exceptions.APIException:
+        """Count one failure; the error to answer it with (429 once a counter is over)."""
+        over = [self._count(key) > self.limit for key in self._keys(ip, prefix)]
+        if any(over):
+            return exceptions.Throttled(
                 wait=self.window, detail="Too many failed authentication attempts."
             )
+        return exceptions.AuthenticationFailed(INVALID)
 
-    def record_failure(self, ip: str) -> None:
-        key = self._key(ip)
+    def _count(self, key: str) -> int:
         if cache.add(key, 1, timeout=self.window):
-            return
+            return 1
         try:
-            cache.incr(key)
+            return int(cache.incr(key))
         except ValueError:  # expired between add and incr
             cache.add(key, 1, timeout=self.window)
+            return 1
 
 
 def bearer_token(request: Request) -> str | None:
@@ -85,13 +101,12 @@ class ApiKeyAuthentication(BaseAuthentication):
         token = bearer_token(request)
         if token is None or not token.startswith("vera_"):
             return None
-        limiter = FailureLimiter()
-        ip = client_ip(request)
-        limiter.check(ip)
         principal = api_key_authenticate(token)
         if principal is None:
-            limiter.record_failure(ip)
-            raise exceptions.AuthenticationFailed(INVALID)
+            parsed = keys.parse(token)
+            raise FailureLimiter().failed(
+                ip=client_ip(request), prefix=parsed[0] if parsed else None
+            )
         rls.activate(principal)
         return PrincipalUser(principal), principal
 

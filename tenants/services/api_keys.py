@@ -92,17 +92,41 @@ def _store_new_key(*, actor: Principal, **fields: object) -> IssuedKey:
     return IssuedKey(key=key, plaintext=new.plaintext)
 
 
-def _administered_key(actor: Principal, key_id: int) -> ApiKey:
+def _administered_key(actor: Principal, key_id: int, *, action: str) -> ApiKey:
+    """The key, locked, if the actor may `action` it; PermissionDenied says why not.
+
+    The role that counts is the one the actor's credential carries on the key's scope
+    (an API key's is capped by its ceiling): managing another member's keys needs admin
+    there, and no credential acts on a key whose ceiling is above its own role, so a
+    viewer key can never rotate its owner's admin key into a secret it then holds.
+    A signed-in owner may always revoke a key of their own (never rotate it past
+    their role): taking reach away never widens anything.
+    """
     key = ApiKey.objects.select_for_update().select_related("scope").get(pk=key_id)
-    if key.owner_id != actor.user_id:
-        _require_admin(actor, key.scope)
+    own = key.owner_id == actor.user_id
+    if own and action == "revoke" and actor.api_key_id is None:
+        return key
+    held = actor.role_in(key.group_id)
+    if held is None:
+        raise PermissionDenied(f"this credential has no role in the key's scope to {action} it")
+    if not own and held < Role.ADMIN:
+        raise PermissionDenied(f"only an admin of this workspace can {action} another's key")
+    ceiling = Role(key.role_ceiling)
+    if ceiling > held:
+        raise PermissionDenied(
+            f"the key's ceiling ({ceiling.name.lower()}) is above this credential's role "
+            f"({held.name.lower()}): {action} it with a credential of that role or above"
+        )
     return key
 
 
 @transaction.atomic
 def api_key_revoke(*, actor: Principal, key_id: int, ip_address: str | None = None) -> ApiKey:
-    """Revoke a key at once; its owner or an admin of its scope may do it. Idempotent."""
-    key = _administered_key(actor, key_id)
+    """Revoke a key at once; its owner or an admin of its scope may do it. Idempotent.
+
+    Acting through an API key, only on keys whose ceiling is within that key's role.
+    """
+    key = _administered_key(actor, key_id, action="revoke")
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
@@ -119,7 +143,7 @@ def api_key_revoke(*, actor: Principal, key_id: int, ip_address: str | None = No
 @transaction.atomic
 def api_key_rotate(*, actor: Principal, key_id: int, ip_address: str | None = None) -> IssuedKey:
     """Replace a key by a new secret with the same owner, scope, ceiling and expiry."""
-    old = _administered_key(actor, key_id)
+    old = _administered_key(actor, key_id, action="rotate")
     if old.revoked_at is not None:
         raise ValueError("a revoked key cannot be rotated; issue a new one")
     old.revoked_at = timezone.now()
@@ -154,11 +178,13 @@ def api_key_authenticate(token: str) -> Principal | None:
     parsed = keys.parse(token)
     prefix, secret = parsed if parsed else ("-" * 8, token)
     with rls.api_key_lookup(prefix):
-        key = ApiKey.objects.filter(prefix=prefix).first()
+        key = ApiKey.objects.filter(prefix=prefix).select_related("owner").first()
     matched = keys.secret_matches(secret, key.secret_hash if key else keys.DUMMY_HASH)
     now = timezone.now()
     if key is None or not matched or parsed is None:
         return None
+    if not key.owner.is_active:
+        return None  # a deactivated person's keys die with their sign-in
     if key.revoked_at is not None or (key.expires_at is not None and key.expires_at <= now):
         return None
     principal = principal_for_api_key(key)

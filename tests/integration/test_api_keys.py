@@ -147,6 +147,87 @@ def test_owner_may_revoke_their_own_key(client: Client, tenant_a: Tenant) -> Non
     assert response.json()["status"] == "revoked"
 
 
+def _admin_and_viewer_keys(client: Client, tenant: Tenant) -> tuple[dict, dict]:
+    """Two keys of the workspace admin: one with the admin ceiling, one with viewer."""
+    owner = tenant.admin.get_username()
+    admin_key = _issue(client, tenant, owner=owner, role_ceiling="admin", name="deploy")
+    viewer_key = _issue(client, tenant, owner=owner, role_ceiling="viewer", name="dashboard")
+    assert admin_key["http_status"] == viewer_key["http_status"] == 201
+    return admin_key, viewer_key
+
+
+@pytest.mark.parametrize("action", ["rotate", "revoke"])
+def test_a_viewer_key_cannot_act_on_its_owners_admin_key_when_the_ceiling_is_above_it(
+    client: Client, tenant_a: Tenant, action: str
+) -> None:
+    admin_key, viewer_key = _admin_and_viewer_keys(client, tenant_a)
+    response = client.post(
+        f"/api/v1/keys/{admin_key['id']}/{action}", **_bearer(str(viewer_key["key"]))
+    )
+    assert response.status_code == 403
+    assert "ceiling (admin) is above this credential's role (viewer)" in response.json()["detail"]
+    assert "key" not in response.json()
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        row = ApiKey.objects.get(pk=admin_key["id"])
+        assert row.revoked_at is None
+        assert not ApiKey.objects.filter(rotated_from=row).exists()
+    assert client.get("/api/v1/me", **_bearer(str(admin_key["key"]))).status_code == 200
+
+
+def test_a_key_may_rotate_itself_when_its_ceiling_is_within_its_role(
+    client: Client, tenant_a: Tenant
+) -> None:
+    _, viewer_key = _admin_and_viewer_keys(client, tenant_a)
+    response = client.post(
+        f"/api/v1/keys/{viewer_key['id']}/rotate", **_bearer(str(viewer_key["key"]))
+    )
+    assert response.status_code == 201
+    assert client.get("/api/v1/me", **_bearer(response.json()["key"])).status_code == 200
+
+
+def test_an_admins_viewer_key_cannot_revoke_another_members_key_when_it_lacks_admin(
+    client: Client, tenant_a: Tenant
+) -> None:
+    reviewer_key = _issue(
+        client, tenant_a, owner=tenant_a.reviewer.get_username(), role_ceiling="reviewer"
+    )
+    _, viewer_key = _admin_and_viewer_keys(client, tenant_a)
+    # The admin's viewer key acts with the viewer role: another member's key is out of
+    # its sight (404, as for a key that does not exist) and out of reach.
+    response = client.post(
+        f"/api/v1/keys/{reviewer_key['id']}/revoke", **_bearer(str(viewer_key["key"]))
+    )
+    assert response.status_code == 404
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert ApiKey.objects.get(pk=reviewer_key["id"]).revoked_at is None
+
+
+def test_a_key_lists_only_its_owners_keys_within_its_reach(
+    client: Client, tenant_a: Tenant
+) -> None:
+    owner = tenant_a.admin.get_username()
+    org_key = _issue(
+        client, tenant_a, owner=owner, role_ceiling="viewer", scope=tenant_a.org.group_id
+    )
+    # The admin is a workspace admin only: an organisation key cannot be issued to them.
+    assert org_key["http_status"] == 403
+    _, viewer_key = _admin_and_viewer_keys(client, tenant_a)
+    listed = client.get("/api/v1/keys", **_bearer(str(viewer_key["key"]))).json()["results"]
+    assert {row["name"] for row in listed} == {"deploy", "dashboard"}
+
+
+def test_a_deactivated_members_key_is_refused_when_it_was_valid_before(
+    client: Client, tenant_a: Tenant
+) -> None:
+    issued = _issue(client, tenant_a)
+    assert client.get("/api/v1/me", **_bearer(str(issued["key"]))).status_code == 200
+    tenant_a.viewer.is_active = False
+    tenant_a.viewer.save(update_fields=["is_active"])
+    response = client.get("/api/v1/me", **_bearer(str(issued["key"])))
+    assert response.status_code == 401
+    assert response.json() == INVALID
+
+
 def test_another_tenants_admin_cannot_see_or_revoke_a_key(
     client: Client, tenant_a: Tenant, tenant_b: Tenant
 ) -> None:
@@ -195,17 +276,46 @@ def test_failures_are_indistinguishable(client: Client, tenant_a: Tenant) -> Non
                        'Bearer realm="vera"')}  # fmt: skip
 
 
-def test_repeated_failures_are_rate_limited(client: Client, tenant_a: Tenant, settings) -> None:
+def test_repeated_failures_from_one_address_are_throttled_when_over_the_limit(
+    client: Client, tenant_a: Tenant, settings
+) -> None:
+    settings.VERA_AUTH_FAILURE_LIMIT = 3
+    codes = [
+        client.get("/api/v1/me", **_bearer(f"vera_{c * 8}_{'B' * 43}")).status_code
+        for c in "bcde"  # four prefixes: only the address counter can be over
+    ]
+    assert codes == [401, 401, 401, 429]
+
+
+def test_a_valid_key_passes_when_its_address_is_over_the_failure_limit(
+    client: Client, tenant_a: Tenant, settings
+) -> None:
     settings.VERA_AUTH_FAILURE_LIMIT = 3
     key = str(_issue(client, tenant_a)["key"])
-    bad = f"vera_{'b' * 8}_{'B' * 43}"
-    codes = [client.get("/api/v1/me", **_bearer(bad)).status_code for _ in range(4)]
+    for _ in range(5):  # a neighbour behind the same NAT guesses keys
+        client.get("/api/v1/me", **_bearer(f"vera_{'b' * 8}_{'B' * 43}"))
+    assert client.get("/api/v1/me", **_bearer(f"vera_{'b' * 8}_{'B' * 43}")).status_code == 429
+    response = client.get("/api/v1/me", **_bearer(key))
+    assert response.status_code == 200
+    assert response.json()["user_id"] == tenant_a.viewer.pk
+
+
+def test_failures_on_one_prefix_are_throttled_from_any_address_when_over_the_limit(
+    client: Client, tenant_a: Tenant, settings
+) -> None:
+    settings.VERA_AUTH_FAILURE_LIMIT = 3
+    key = str(_issue(client, tenant_a)["key"])
+    _, prefix, _ = key.split("_", 2)
+    guess = f"vera_{prefix}_{'G' * 43}"
+    codes = [
+        client.get("/api/v1/me", REMOTE_ADDR=f"10.0.0.{n}", **_bearer(guess)).status_code
+        for n in range(1, 5)
+    ]
     assert codes == [401, 401, 401, 429]
-    blocked = client.get("/api/v1/me", **_bearer(key))  # even a good key, from that client
-    assert blocked.status_code == 429
-    assert int(blocked["Retry-After"]) > 0
-    other_client = client.get("/api/v1/me", REMOTE_ADDR="10.9.9.9", **_bearer(key))
-    assert other_client.status_code == 200
+    throttled = client.get("/api/v1/me", REMOTE_ADDR="10.0.0.9", **_bearer(guess))
+    assert int(throttled["Retry-After"]) > 0
+    # The key's owner is not locked out by the guesses made against its prefix.
+    assert client.get("/api/v1/me", REMOTE_ADDR="10.0.0.1", **_bearer(key)).status_code == 200
 
 
 def test_the_secret_is_not_stored_nor_logged(

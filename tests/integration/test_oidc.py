@@ -345,6 +345,17 @@ def test_bearer_token_is_rejected_when_the_user_is_inactive(
     assert response.json() == INVALID_BODY
 
 
+def test_bearer_token_is_rejected_when_the_user_is_deactivated_after_first_use(
+    client: Client, oidc: OIDCProvider
+) -> None:
+    token = oidc.mint_access_token()
+    assert me(client, token).status_code == 200
+    get_user_model().objects.filter(email__iexact="alice@example.org").update(is_active=False)
+    response = me(client, token)
+    assert response.status_code == 401
+    assert response.json() == INVALID_BODY
+
+
 def test_bearer_token_is_rejected_when_the_jwks_endpoint_is_unreachable(
     client: Client, oidc: OIDCProvider
 ) -> None:
@@ -391,7 +402,16 @@ def test_failures_are_throttled_when_they_exceed_the_limit(
     settings.VERA_AUTH_FAILURE_LIMIT = 2
     assert me(client, "garbage").status_code == 401
     assert me(client, "garbage").status_code == 401
-    assert me(client, oidc.mint_access_token()).status_code == 429
+    assert me(client, "garbage").status_code == 429
+
+
+def test_a_valid_token_passes_when_its_address_is_over_the_failure_limit(
+    client: Client, oidc: OIDCProvider, settings: Settings
+) -> None:
+    settings.VERA_AUTH_FAILURE_LIMIT = 2
+    for _ in range(3):
+        me(client, "garbage")  # someone else behind the same address
+    assert me(client, oidc.mint_access_token()).status_code == 200
 
 
 def test_bearer_jwt_is_not_accepted_when_oidc_issuer_is_not_configured(
