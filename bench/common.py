@@ -11,6 +11,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,6 +61,9 @@ def setup_django(*, fresh: bool = True) -> None:
     os.environ["DJANGO_DEBUG"] = "false"
     os.environ.setdefault("VERA_OBJECT_STORE__ROOT", str(ROOT / ".devservices" / "bench-objects"))
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench")
+    # The benchmarks write their corpora under the temp folder: an operator's choice for
+    # the bench's own database (the local settings' default is var/sources alone).
+    os.environ.setdefault("VERA_SOURCES__FILE_ROOTS", tempfile.gettempdir())
     sys.path.insert(0, str(ROOT))
     import django
 

@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from tests.support.tenancy import Tenant
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+# pytest's tmp_path folders live in the test profile's one allowed file root for sources
+# (vera.settings.test TEST_SOURCES_DIR), not in the temp folder, which sources may not
+# read. PYTEST_DEBUG_TEMPROOT is where pytest numbers its `pytest-of-<user>/pytest-N`.
+TEST_SOURCES_DIR = Path(__file__).resolve().parent.parent / "var" / "test-sources"
+TEST_SOURCES_DIR.mkdir(parents=True, exist_ok=True)
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(TEST_SOURCES_DIR))
 
 
 NO_SERVERS_MESSAGE = (

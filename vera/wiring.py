@@ -21,7 +21,6 @@ from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
 from curation.domain.outbox import ERASURE_CLEANUP, LEGACY_RETIRE, PROJECT_CLAIM, Consumer
-from curation.domain.source_policy import token_env_refusal
 from curation.models import OutboxJob, Source
 from curation.ports import (
     ContradictionJudge,
@@ -34,7 +33,7 @@ from curation.ports import (
 from curation.services import projection
 from curation.services.ingest import IngestAdapters
 from curation.services.outbox import BatchHandler, Handler
-from curation.services.sources import source_policy
+from curation.services.sources import source_policy, source_secret_refusal
 from retrieval.domain.results import Result
 from retrieval.ports import EmbedderCatalog, Reranker, Reranking
 from retrieval.services.erasure import erasure_cleanup_job
@@ -130,11 +129,14 @@ def object_store() -> ObjectStore:
 def source_secret(source: Source) -> str | None:
     """The source's secret from the environment variable it names (never from the row).
 
-    The name is checked against the operator's prefix again here: a row written around
-    the services (forged, or older than the rule) must not send DATABASE_URL anywhere.
+    The name is checked again here, against the operator's prefix and grants: a row
+    written around the services (forged, older than the rule, or a grant withdrawn
+    since) must not send DATABASE_URL, or another workspace's token, anywhere.
     """
-    prefix = source_policy().token_env_prefix
-    if reason := token_env_refusal(source.token_env, prefix=prefix):
+    reason = source_secret_refusal(
+        token_env=source.token_env, group_id=source.group_id, policy=source_policy()
+    )
+    if reason:
         raise ValueError(reason)
     return required_env(source.token_env) if source.token_env else None
 

@@ -13,7 +13,7 @@ import ipaddress
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +40,8 @@ REACH_KEYS = ("hosts", "file_roots")
 HOSTS_SETTING = "VERA_SOURCES__ALLOWED_HOSTS"
 ROOTS_SETTING = "VERA_SOURCES__FILE_ROOTS"
 PREFIX_SETTING = "VERA_SOURCES__TOKEN_ENV_PREFIX"
+GRANTS_SETTING = "VERA_SOURCES__SECRET_SCOPES"
+DENIED_SETTING = "VERA_SOURCES__DENIED_PATHS"
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
@@ -77,6 +79,13 @@ class SourcePolicy:
     token_env_prefix: str
     allowed_hosts: tuple[str, ...] = ()
     file_roots: tuple[str, ...] = ()
+    # Secret variable name -> the group ids it was given to (each reaches its subtree).
+    secret_scopes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Paths no source reads even below an allowed root: the servers' state, secrets.
+    denied_paths: tuple[str, ...] = ()
+    # (host, port) of this server's own services (database, broker, graph...): never
+    # reached by a source, whatever the allow-list says.
+    denied_endpoints: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         # A typo in the operator's settings fails at once, not on the first source run.
@@ -84,6 +93,10 @@ class SourcePolicy:
             raise ValueError(f"{PREFIX_SETTING} must be the start of a variable name, like VERA_")
         object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))
         object.__setattr__(self, "file_roots", tuple(normal_root(r) for r in self.file_roots))
+        object.__setattr__(self, "denied_paths", tuple(normal_root(r) for r in self.denied_paths))
+        for name in self.secret_scopes:
+            if reason := token_env_refusal(name, prefix=self.token_env_prefix):
+                raise ValueError(f"{GRANTS_SETTING}: {reason}")
         parse_hosts(self.allowed_hosts)
 
     @functools.cached_property
@@ -121,6 +134,25 @@ def token_env_refusal(name: str, *, prefix: str) -> str:
             f"variable whose name starts with {prefix} (set by the operator in {PREFIX_SETTING})"
         )
     return ""
+
+
+def secret_grant_refusal(name: str, lineage: Sequence[str], policy: SourcePolicy) -> str:
+    """Why a source in the scope `lineage[0]` may not use the secret `name` ("" if it may).
+
+    `lineage` is the source's group id and its ancestors': a secret the operator gave to
+    an organisation serves its workspaces and projects, one given to a workspace serves
+    that workspace alone. A secret given to nobody serves nobody (fail closed).
+    """
+    if not name:
+        return ""
+    granted = policy.secret_scopes.get(name, ())
+    if set(lineage) & set(granted):
+        return ""
+    where = lineage[0] if lineage else "this scope"
+    return (
+        f"token_env {name!r} is not given to {where}: the operator grants each source "
+        f"secret to the scopes that may use it ({GRANTS_SETTING}, e.g. {name}={where})"
+    )
 
 
 # --- hosts and addresses ------------------------------------------------------------------
@@ -237,6 +269,28 @@ def host_refusal(host: str, rules: HostRules) -> str:
     )
 
 
+def endpoint_refusal(address: str, port: int, denied: Iterable[tuple[str, int]]) -> str:
+    """Why a connection may not go to `address`:`port` ("" when it may): it is one of the
+    server's own services. `denied` holds addresses (the caller resolves names); one on
+    loopback or unspecified denies that port on every loopback address."""
+    try:
+        ip = ipaddress.ip_address(normal_host(address))
+    except ValueError:
+        return f"{address!r} is not an IP address"
+    forms = _forms(ip)
+    for host, denied_port in denied:
+        own = ip_literal(host)
+        if own is None or port != denied_port:
+            continue
+        local = own.is_loopback or own.is_unspecified
+        if any(form == own or (local and form.is_loopback) for form in forms):
+            return (
+                f"port {port} of {ip} is one of this server's own services (database, broker, "
+                "graph, object store): no source connects there"
+            )
+    return ""
+
+
 def address_refusal(host: str, address: str, rules: HostRules) -> str:
     """Why a connection to `host` may not go to the resolved `address` ("" when it may)."""
     try:
@@ -290,8 +344,28 @@ def path_within(path: str, root: str) -> bool:
     return inner == outer or inner.startswith(outer.rstrip("/") + "/")
 
 
-def file_refusal(path: Any, roots: Sequence[str], *, resolve: Resolve = normal_root) -> str:
-    """Why a source may not read `path` ("" when, resolved, it lies within an allowed root).
+def denied_refusal(path: str, denied: Sequence[str], *, resolve: Resolve = normal_root) -> str:
+    """Why `path` may not be read even below an allowed root ("" when it may): it is, or
+    is inside, one of the servers' state folders or secrets. The message does not say
+    which, nor whether it exists."""
+    real = resolve(path)
+    if any(path_within(real, resolve(place)) for place in denied):
+        return (
+            f"the path {path!r} is where this server keeps its own state or secrets: no "
+            f"source reads there ({DENIED_SETTING} and the built-in list)"
+        )
+    return ""
+
+
+def file_refusal(
+    path: Any,
+    roots: Sequence[str],
+    *,
+    resolve: Resolve = normal_root,
+    denied: Sequence[str] = (),
+) -> str:
+    """Why a source may not read `path` ("" when, resolved, it lies within an allowed root
+    and outside every denied path).
 
     `resolve` follows symlinks (os.path.realpath) where the caller may touch the disk; it
     is applied to the roots too, so a root that is itself a symlink still works.
@@ -299,6 +373,8 @@ def file_refusal(path: Any, roots: Sequence[str], *, resolve: Resolve = normal_r
     text = str(path) if isinstance(path, str | PurePath) else ""
     if not text.startswith("/") or "\0" in text:
         return f"the path {text or path!r} must be an absolute path"
+    if reason := denied_refusal(text, denied, resolve=resolve):
+        return reason
     real = resolve(text)
     if any(path_within(real, resolve(root)) for root in roots):
         return ""
@@ -324,7 +400,9 @@ def source_refusal(
         return f"base_url: {reason}" if reason else ""
     if known in FILE_KINDS:
         key = FILE_KINDS[known]
-        reason = file_refusal(config.get(key), policy.file_roots, resolve=resolve)
+        reason = file_refusal(
+            config.get(key), policy.file_roots, resolve=resolve, denied=policy.denied_paths
+        )
         return f"{key}: {reason}" if reason else ""
     # A kind added to ConnectorKind without saying what it reaches is refused, not let through.
     return f"the connector kind {kind!r} has no reach rule (HTTP_KINDS or FILE_KINDS)"

@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -22,6 +24,7 @@ from django.db import transaction
 from curation.domain.source_policy import (
     SourcePolicy,
     reach_changed,
+    secret_grant_refusal,
     source_refusal,
     token_env_refusal,
 )
@@ -29,10 +32,12 @@ from curation.domain.tiers import Tier
 from curation.models import CONNECTOR_KINDS, Source
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
+from tenants.models import Scope
 from tenants.services.audit import audit_record
 from tenants.services.scopes import PermissionDenied
 
 _SECRET_LIKE = re.compile(r"token|secret|password|passwd|api[_-]?key|credential|auth", re.I)
+MAX_SCOPE_DEPTH = 8  # organisation > workspace > project: deeper means a cycle
 UPDATABLE = frozenset({"name", "config", "token_env", "trust_tier", "schedule_seconds", "enabled"})
 
 
@@ -43,10 +48,77 @@ def source_policy(*, reach: Mapping[str, Any] | None = None) -> SourcePolicy:
             token_env_prefix=settings.VERA_SOURCES__TOKEN_ENV_PREFIX,
             allowed_hosts=tuple(settings.VERA_SOURCES__ALLOWED_HOSTS),
             file_roots=tuple(settings.VERA_SOURCES__FILE_ROOTS),
+            secret_scopes={
+                name: tuple(groups) for name, groups in settings.VERA_SOURCES__SECRET_SCOPES.items()
+            },
+            denied_paths=denied_paths(),
+            denied_endpoints=denied_endpoints(),
         )
     except ValueError as error:
         raise ImproperlyConfigured(f"VERA_SOURCES__*: {error}") from None
     return policy.widened(reach) if reach else policy
+
+
+def denied_paths() -> tuple[str, ...]:
+    """What no source reads, whatever the roots: the checkout's service state and secrets
+    (`.devservices/` holds every profile's data and role passwords), `.env`, `.git`, the
+    local object store, and what the operator adds (VERA_SOURCES__DENIED_PATHS)."""
+    base = Path(settings.BASE_DIR)
+    built_in = [base / ".devservices", base / ".env", base / ".git"]
+    if settings.VERA_OBJECT_STORE__BACKEND == "local":
+        built_in.append(Path(settings.VERA_OBJECT_STORE__ROOT))
+    paths = [str(path.absolute()) for path in built_in]
+    return tuple(dict.fromkeys([*paths, *settings.VERA_SOURCES__DENIED_PATHS]))
+
+
+_SERVICE_URLS = (
+    "REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "VERA_MEMORY__FALKORDB_URL",
+    "VERA_NEO4J_URI", "VERA_OBJECT_STORE__ENDPOINT_URL", "VERA_RERANKER__BASE_URL",
+    "VERA_EXTRACTOR__LLM_BASE_URL", "VERA_JUDGE__LLM_BASE_URL",
+)  # fmt: skip
+_DEFAULT_PORTS = {"redis": 6379, "rediss": 6379, "neo4j": 7687, "bolt": 7687, "http": 80,
+                  "https": 443, "postgres": 5432, "postgresql": 5432}  # fmt: skip
+
+
+def denied_endpoints() -> tuple[tuple[str, int], ...]:
+    """(host, port) of every service this server talks to: its database, broker, cache,
+    graph, object store and model endpoints. No source connects to them."""
+    urls = [str(getattr(settings, name, "") or "") for name in _SERVICE_URLS]
+    urls += [str(cache.get("LOCATION", "")) for cache in settings.CACHES.values()]
+    found = [
+        (str(db.get("HOST") or "127.0.0.1"), int(db.get("PORT") or 5432))
+        for db in settings.DATABASES.values()
+    ]
+    for url in urls:
+        try:
+            parts = urlsplit(url)
+            port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+        except ValueError:
+            continue
+        if parts.hostname and port:
+            found.append((parts.hostname, port))
+    return tuple(dict.fromkeys(found))
+
+
+def source_scope_lineage(group_id: str) -> list[str]:
+    """The scope's group id, then its ancestors' (the scope registry is not under RLS)."""
+    lineage: list[str] = []
+    scope = Scope.objects.filter(group_id=group_id).select_related("parent__parent").first()
+    while scope is not None and len(lineage) < MAX_SCOPE_DEPTH:
+        lineage.append(scope.group_id)
+        scope = scope.parent
+    return lineage or [group_id]
+
+
+def source_secret_refusal(*, token_env: str, group_id: str, policy: SourcePolicy) -> str:
+    """Why a source of `group_id` may not use the secret `token_env` ("" if it may): its
+    name must fit the operator's prefix and the operator must have given it to the scope
+    or an ancestor. Checked on save and again by every run."""
+    if reason := token_env_refusal(token_env, prefix=policy.token_env_prefix):
+        return reason
+    if not token_env:
+        return ""
+    return secret_grant_refusal(token_env, source_scope_lineage(group_id), policy)
 
 
 def _secret_keys(config: Any, path: str = "") -> list[str]:
@@ -67,6 +139,7 @@ def source_validate(
     config: dict[str, Any],
     token_env: str,
     trust_tier: int,
+    group_id: str,
     policy: SourcePolicy | None = None,
 ) -> None:
     """Raise ValueError with a clear message for anything a source must not be or reach."""
@@ -84,7 +157,7 @@ def source_validate(
             "variable and give its name in token_env"
         )
     policy = policy or source_policy()
-    if reason := token_env_refusal(token_env, prefix=policy.token_env_prefix):
+    if reason := source_secret_refusal(token_env=token_env, group_id=group_id, policy=policy):
         raise ValueError(reason)
     # realpath: a symlink or `..` that leaves the allowed roots is judged by where it lands.
     if reason := source_refusal(kind, config, policy, resolve=os.path.realpath):
@@ -111,7 +184,9 @@ def source_create(
 ) -> Source:
     """Create a source in a scope the actor administers, within the allow-lists; audited."""
     _require_admin(actor, group_id)
-    source_validate(kind=kind, config=config, token_env=token_env, trust_tier=trust_tier)
+    source_validate(
+        kind=kind, config=config, token_env=token_env, trust_tier=trust_tier, group_id=group_id
+    )
     source = Source.objects.create(
         group_id=group_id,
         origin_group_id=origin_group_id or group_id,
@@ -148,6 +223,7 @@ def source_update(*, actor: Principal, source_id: int, **changes: Any) -> Source
         config=source.config,
         token_env=source.token_env,
         trust_tier=source.trust_tier,
+        group_id=source.group_id,
         # What an operator granted this source still holds after a tenant's edit.
         policy=source_policy(reach=source.reach),
     )

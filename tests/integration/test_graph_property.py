@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -131,7 +132,9 @@ def _check(sequence: list[tuple], tenant_a: Tenant) -> None:
         kind=ScopeKind.WORKSPACE, name=f"property {number}", parent_id=tenant_a.org.pk
     )
     group_id = workspace.group_id
-    root = Path(tempfile.mkdtemp(prefix="vera-graph-property-"))
+    root = Path(
+        tempfile.mkdtemp(prefix="vera-graph-property-", dir=django_settings.TEST_SOURCES_DIR)
+    )
     actor = principal_system("property", group_ids=[group_id])
     from curation.services.sources import source_create
 

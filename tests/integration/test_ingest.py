@@ -183,7 +183,10 @@ def test_published_claims_reach_the_graph_through_the_outbox(tenant_a: Tenant, d
     assert process_outbox() == {}  # nothing is run twice
 
 
-def test_a_missing_secret_fails_the_run_with_its_reason(tenant_a: Tenant) -> None:
+def test_a_missing_secret_fails_the_run_with_its_reason(tenant_a: Tenant, settings) -> None:
+    settings.VERA_SOURCES__SECRET_SCOPES = {
+        "VERA_SOURCE_SECRET_TEST_UNSET": [tenant_a.workspace.group_id]
+    }
     principal = tenant_a.principal(tenant_a.admin)
     with rls.tenant_context(principal):
         source = source_create(

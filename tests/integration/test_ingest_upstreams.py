@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 
@@ -38,6 +40,14 @@ def jira(monkeypatch: pytest.MonkeyPatch):
             ),
         ]
         yield upstream
+
+
+@pytest.fixture(autouse=True)
+def _jira_secret_granted(settings: Any, tenant_a: Tenant) -> None:
+    """The operator gave the Jira secret to tenant A's workspace alone."""
+    settings.VERA_SOURCES__SECRET_SCOPES = {
+        "VERA_SOURCE_SECRET_TEST_JIRA": [tenant_a.workspace.group_id]
+    }
 
 
 def _jira_source(tenant: Tenant, base_url: str) -> Source:

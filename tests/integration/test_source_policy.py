@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +40,7 @@ from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import AuditEvent
 from tenants.services.scopes import PermissionDenied
+from tests.support.recorder import Recorder
 from tests.support.tenancy import Tenant
 
 PREFIX = "VERA_SOURCE_SECRET_"
@@ -200,65 +198,11 @@ def test_malformed_reach_is_refused_when_widening(reach: dict[str, Any]) -> None
         SourcePolicy(PREFIX).widened(reach)
 
 
-# --- a real HTTP server that records what reaches it ----------------------------------
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-
-
-class Recorder:
-    """A loopback HTTP server recording every request; answers Confluence or redirects."""
-
-    def __init__(self, host: str = "127.0.0.1", *, redirect_to: str = "") -> None:
-        self.seen: list[Seen] = []
-        self.redirect_to = redirect_to
-        self._server = ThreadingHTTPServer((host, 0), _Handler)
-        self._server.daemon_threads = True
-        self._server.recorder = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._server.server_address[0]!s}:{self.port}"
-
-    def __enter__(self) -> Recorder:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        recorder: Recorder = self.server.recorder  # type: ignore[attr-defined]
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        recorder.seen.append(Seen(self.path.split("?")[0], headers))
-        if recorder.redirect_to:
-            self.send_response(302)
-            self.send_header("Location", recorder.redirect_to + self.path)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body = json.dumps({"results": [], "_links": {}, "ok": True}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+@pytest.fixture
+def wiki_granted(settings: Any, tenant_a: Tenant) -> str:
+    """The operator gave the secret `<PREFIX>WIKI` to tenant A's workspace."""
+    settings.VERA_SOURCES__SECRET_SCOPES = {f"{PREFIX}WIKI": [tenant_a.workspace.group_id]}
+    return f"{PREFIX}WIKI"
 
 
 @pytest.fixture
@@ -435,7 +379,7 @@ def test_rest_refuses_a_secret_outside_the_prefix_when_creating(
 
 @pytest.mark.django_db
 def test_rest_refuses_a_reach_when_a_tenant_sends_one(
-    client: Client, tenant_a: Tenant, recorder: Recorder
+    client: Client, tenant_a: Tenant, recorder: Recorder, wiki_granted: str
 ) -> None:
     body = _confluence_body(tenant_a, recorder.url, reach={"hosts": ["169.254.169.254/32"]})
     response = _post(client, tenant_a, body)
@@ -445,7 +389,7 @@ def test_rest_refuses_a_reach_when_a_tenant_sends_one(
 
 @pytest.mark.django_db
 def test_rest_refuses_a_host_off_the_allow_list_when_creating(
-    client: Client, tenant_a: Tenant, settings: Any
+    client: Client, tenant_a: Tenant, settings: Any, wiki_granted: str
 ) -> None:
     settings.VERA_SOURCES__ALLOWED_HOSTS = ["*.atlassian.net"]
     response = _post(client, tenant_a, _confluence_body(tenant_a, "http://169.254.169.254"))
@@ -469,7 +413,7 @@ def test_forged_foreign_secret_fails_the_run_and_reaches_nothing_when_ingested(
 
 @pytest.mark.django_db
 def test_prefixed_secret_reaches_the_server_when_ingested(
-    tenant_a: Tenant, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+    tenant_a: Tenant, recorder: Recorder, monkeypatch: pytest.MonkeyPatch, wiki_granted: str
 ) -> None:
     monkeypatch.setenv(f"{PREFIX}WIKI", "wiki-token")
     source = _forge(
@@ -482,7 +426,11 @@ def test_prefixed_secret_reaches_the_server_when_ingested(
 
 @pytest.mark.django_db
 def test_run_fails_with_the_reason_when_dns_lands_in_a_refused_range(
-    tenant_a: Tenant, recorder: Recorder, settings: Any, monkeypatch: pytest.MonkeyPatch
+    tenant_a: Tenant,
+    recorder: Recorder,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    wiki_granted: str,
 ) -> None:
     monkeypatch.setenv(f"{PREFIX}WIKI", "wiki-token")
     settings.VERA_SOURCES__ALLOWED_HOSTS = ["localhost"]
@@ -571,7 +519,11 @@ def test_forged_path_outside_the_roots_fails_the_run_when_ingested(
 
 @pytest.mark.django_db
 def test_operator_widens_one_source_when_running_source_reach(
-    tenant_a: Tenant, recorder: Recorder, settings: Any, monkeypatch: pytest.MonkeyPatch
+    tenant_a: Tenant,
+    recorder: Recorder,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    wiki_granted: str,
 ) -> None:
     monkeypatch.setenv(f"{PREFIX}WIKI", "wiki-token")
     settings.VERA_SOURCES__ALLOWED_HOSTS = []

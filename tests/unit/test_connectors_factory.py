@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 
 from curation.adapters.connectors import (
     CmdbExportConnector,
@@ -23,7 +23,8 @@ TOKEN = "factory-token"
 POLICY = SourcePolicy(
     token_env_prefix="VERA_SOURCE_SECRET_",
     allowed_hosts=("*.atlassian.net", "x.example", "slack.com", "slack.example"),
-    file_roots=("/srv", "/x.csv", tempfile.gettempdir()),
+    # pytest's tmp_path lives here (tests/conftest.py), never in the temp folder.
+    file_roots=("/srv", "/x.csv", str(settings.TEST_SOURCES_DIR)),
 )
 
 

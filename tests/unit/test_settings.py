@@ -129,3 +129,16 @@ def test_warming_is_skipped_when_off_and_a_failure_does_not_stop_the_process(
     with caplog.at_level(logging.WARNING, logger="vera.celery"):
         warm_embedder(provider_down)  # logged, not raised
     assert "the embedder could not be warmed up" in caplog.text
+
+
+def test_local_sources_read_one_dedicated_folder_and_reach_no_network_by_default() -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "VERA_"))}
+    probe = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.VERA_SOURCES__FILE_ROOTS, s.VERA_SOURCES__ALLOWED_HOSTS)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "vera.settings.local"},
+    )  # fmt: skip
+    assert result.stdout.strip() == f"{[str(ROOT / 'var' / 'sources')]} []"

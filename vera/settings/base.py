@@ -10,7 +10,7 @@ import dj_database_url
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_int, env_int_map, env_list, env_str
+from .env import env_bool, env_int, env_int_map, env_list, env_list_map, env_str
 
 # Django classes the type stubs make generic (ModelAdmin[Claim], ModelForm[Source]) accept
 # their type arguments at run time too.
@@ -336,6 +336,14 @@ VERA_SOURCES__TOKEN_ENV_PREFIX = env_str("VERA_SOURCES__TOKEN_ENV_PREFIX", "VERA
 VERA_SOURCES__ALLOWED_HOSTS = env_list("VERA_SOURCES__ALLOWED_HOSTS", default=[])
 # Absolute folders file connectors (markdown root, cmdb path) may read below.
 VERA_SOURCES__FILE_ROOTS = env_list("VERA_SOURCES__FILE_ROOTS", default=[])
+# Paths no source reads even below an allowed root, on top of those always refused
+# (the checkout's `.devservices/` state and secrets, `.env`, `.git`, and the local
+# object store; see curation.services.sources.denied_paths).
+VERA_SOURCES__DENIED_PATHS = env_list("VERA_SOURCES__DENIED_PATHS", default=[])
+# Which scopes may use which source secret: `NAME=group,group;NAME2=group` (a group id
+# reaches its subtree: an organisation's secret serves its workspaces). A token_env not
+# granted to the source's scope is refused on save and on every run.
+VERA_SOURCES__SECRET_SCOPES = env_list_map("VERA_SOURCES__SECRET_SCOPES")
 
 # --- Auth -------------------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [

@@ -66,3 +66,18 @@ def env_int_map(name: str, *, default: dict[str, int] | None = None) -> dict[str
             raise ImproperlyConfigured(f"{name}: {item!r} is not key=integer.")
         pairs[key.strip()] = int(number)
     return pairs
+
+
+def env_list_map(name: str) -> dict[str, list[str]]:
+    """`key=item,item` entries separated by `;` (e.g. `SECRET_A=w:1,w:2;SECRET_B=o:3`)."""
+    value = os.environ.get(name, "")
+    found: dict[str, list[str]] = {}
+    for entry in (part.strip() for part in value.split(";")):
+        if not entry:
+            continue
+        key, sep, items = entry.partition("=")
+        values = [item.strip() for item in items.split(",") if item.strip()]
+        if not sep or not key.strip() or not values:
+            raise ImproperlyConfigured(f"{name}: {entry!r} is not key=item,item.")
+        found.setdefault(key.strip(), []).extend(values)
+    return found

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 os.environ.setdefault("VERA_MEMORY__GRAPH_BACKEND", "falkordb")
 
@@ -21,14 +20,15 @@ STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 
-# Sources may reach the loopback servers and local folders a developer works with.
-VERA_SOURCES__ALLOWED_HOSTS = env_list(
-    "VERA_SOURCES__ALLOWED_HOSTS", default=["127.0.0.0/8", "localhost", "::1"]
-)
-# Not the checkout itself: `.devservices/` below it holds the servers' role passwords.
+# Sources may reach no network by default on a developer's machine: the demo reads
+# files. A developer pointing a source at a local stand-in lists it (host, or a CIDR
+# for an address) in VERA_SOURCES__ALLOWED_HOSTS; even then no source connects to the
+# ports of this profile's own servers (see curation.services.sources).
+VERA_SOURCES__ALLOWED_HOSTS = env_list("VERA_SOURCES__ALLOWED_HOSTS", default=[])
+# One dedicated folder, never the temp folder (a checkout may live under /tmp, and with
+# it `.devservices/`, which holds the servers' role passwords).
 VERA_SOURCES__FILE_ROOTS = env_list(
-    "VERA_SOURCES__FILE_ROOTS",
-    default=[tempfile.gettempdir(), str(BASE_DIR / "var" / "sources")],
+    "VERA_SOURCES__FILE_ROOTS", default=[str(BASE_DIR / "var" / "sources")]
 )
 
 # A workspace may be switched to the multilingual e5 (loaded only once a workspace uses it).

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 os.environ.setdefault("VERA_MEMORY__GRAPH_BACKEND", "falkordb")
 os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_test")
@@ -55,9 +54,12 @@ WHITENOISE_AUTOREFRESH = True
 # Two suites on one server (e.g. parallel runs) each need their own test database.
 DATABASES["default"]["TEST"] = {"NAME": env_str("VERA_TEST_DB_NAME", "test_vera")}
 
-# The fake upstreams listen on loopback and test folders live under the temp dir
-# (pytest's tmp_path); tests of the policy override these to narrow them.
+# The fake upstreams listen on 127.0.0.1 (never on the ports of the test servers
+# themselves: those are refused whatever this list says). Test folders live in one
+# dedicated folder of the checkout, never the temp folder: tests/conftest.py makes
+# pytest's tmp_path live under it. Tests of the policy override these to narrow them.
 VERA_SOURCES__ALLOWED_HOSTS = env_list(
-    "VERA_SOURCES__ALLOWED_HOSTS", default=["127.0.0.0/8", "localhost", "::1"]
+    "VERA_SOURCES__ALLOWED_HOSTS", default=["127.0.0.1/32", "localhost"]
 )
-VERA_SOURCES__FILE_ROOTS = env_list("VERA_SOURCES__FILE_ROOTS", default=[tempfile.gettempdir()])
+TEST_SOURCES_DIR = BASE_DIR / "var" / "test-sources"
+VERA_SOURCES__FILE_ROOTS = env_list("VERA_SOURCES__FILE_ROOTS", default=[str(TEST_SOURCES_DIR)])

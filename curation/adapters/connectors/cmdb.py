@@ -173,8 +173,9 @@ class CmdbExportConnector:
         """The export with symlinks resolved; ConnectorError if it is outside the policy."""
         if self._policy is None:
             return self._path
-        roots = self._policy.file_roots
-        if reason := file_refusal(str(self._path), roots, resolve=os.path.realpath):
+        roots, denied = self._policy.file_roots, self._policy.denied_paths
+        path = str(self._path)
+        if reason := file_refusal(path, roots, resolve=os.path.realpath, denied=denied):
             raise ConnectorError(reason)
         return Path(os.path.realpath(self._path))
 

@@ -25,7 +25,14 @@ import httpcore
 import httpx
 
 from curation.domain.errors import ConnectorError
-from curation.domain.source_policy import HostRules, SourcePolicy, address_refusal, host_refusal
+from curation.domain.source_policy import (
+    HostRules,
+    SourcePolicy,
+    address_refusal,
+    endpoint_refusal,
+    host_refusal,
+    ip_literal,
+)
 from kernel.resilience import full_jitter_delay
 
 logger = logging.getLogger(__name__)
@@ -100,10 +107,28 @@ class GuardedBackend(httpcore.SyncBackend):
     """httpcore's socket backend, connecting only to addresses the allow-list admits."""
 
     def __init__(
-        self, rules: HostRules, *, resolve: Callable[[str, int], list[str]] = resolve_host
+        self,
+        rules: HostRules,
+        *,
+        resolve: Callable[[str, int], list[str]] = resolve_host,
+        denied: tuple[tuple[str, int], ...] = (),
     ) -> None:
         self._rules = rules
         self._resolve = resolve
+        self._denied = denied
+
+    def _own_services(self) -> list[tuple[str, int]]:
+        """The server's own service endpoints as addresses (names resolved now)."""
+        found: list[tuple[str, int]] = []
+        for host, port in self._denied:
+            if ip_literal(host) is not None:
+                found.append((host, port))
+                continue
+            try:
+                found += [(address, port) for address in self._resolve(host, port)]
+            except httpcore.ConnectError:
+                continue  # a service name that does not resolve here cannot be reached either
+        return found
 
     def connect_tcp(
         self,
@@ -118,8 +143,12 @@ class GuardedBackend(httpcore.SyncBackend):
             raise ConnectorError(f"connection to {host} refused: {reason}")
         addresses = self._resolve(host, port)
         # One refused answer refuses them all: a mixed answer is how rebinding starts.
+        own = self._own_services()
         for address in addresses:
-            if reason := address_refusal(host, address, self._rules):
+            reason = address_refusal(host, address, self._rules) or endpoint_refusal(
+                address, port, own
+            )
+            if reason:
                 raise ConnectorError(f"connection to {host} refused: {reason}")
         failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
         for address in addresses:
@@ -133,7 +162,7 @@ class GuardedBackend(httpcore.SyncBackend):
 class GuardedTransport(httpx.HTTPTransport):
     """httpx's transport over a GuardedBackend (no proxies: they would resolve names for us)."""
 
-    def __init__(self, rules: HostRules) -> None:
+    def __init__(self, rules: HostRules, *, denied: tuple[tuple[str, int], ...] = ()) -> None:
         super().__init__()
         # HTTPTransport takes no network backend, so its pool is rebuilt around ours.
         self._pool = httpcore.ConnectionPool(
@@ -141,7 +170,7 @@ class GuardedTransport(httpx.HTTPTransport):
             max_connections=100,  # httpx's default limits
             max_keepalive_connections=20,
             keepalive_expiry=5.0,
-            network_backend=GuardedBackend(rules),
+            network_backend=GuardedBackend(rules, denied=denied),
         )
 
 
@@ -168,7 +197,7 @@ def _client(timeout: httpx.Timeout, policy: SourcePolicy | None) -> httpx.Client
     # trust_env=False: no proxy from the environment, no credentials from ~/.netrc.
     return httpx.Client(
         **options,
-        transport=GuardedTransport(policy.hosts),
+        transport=GuardedTransport(policy.hosts, denied=policy.denied_endpoints),
         trust_env=False,
         event_hooks={"request": [_hop_guard(policy.hosts)]},
     )

@@ -27,7 +27,7 @@ from urllib.parse import quote
 from curation.adapters.connectors.git_tree import GitTree
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
-from curation.domain.source_policy import SourcePolicy, file_refusal
+from curation.domain.source_policy import SourcePolicy, denied_refusal, file_refusal
 
 DEFAULT_PATTERNS = ("**/*.md", "**/*.markdown", "**/*.txt")
 _MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -125,13 +125,24 @@ class MarkdownFolderConnector:
     def _checked_root(self) -> Path:
         """The folder with symlinks resolved; ConnectorError if it is outside the policy."""
         if self._policy is not None:
-            roots = self._policy.file_roots
-            if reason := file_refusal(str(self._root), roots, resolve=os.path.realpath):
+            roots, denied = self._policy.file_roots, self._policy.denied_paths
+            root = str(self._root)
+            if reason := file_refusal(root, roots, resolve=os.path.realpath, denied=denied):
                 raise ConnectorError(reason)
         return Path(os.path.realpath(self._root))
 
     def _matches(self, relative: str) -> bool:
-        return any(pattern.match(relative) for pattern in self._patterns)
+        return any(pattern.match(relative) for pattern in self._patterns) and not self._denied(
+            relative
+        )
+
+    def _denied(self, relative: str) -> str:
+        """Why the file or folder may not be read although below the root ("" if it may):
+        the servers' state and secrets are never listed nor read, wherever the root is."""
+        if self._policy is None or not self._policy.denied_paths:
+            return ""
+        path = str(self._root / relative)
+        return denied_refusal(path, self._policy.denied_paths, resolve=os.path.realpath)
 
     def _git_pages(self, tree: GitTree, cursor: str | None) -> Iterator[FetchPage]:
         head = tree.head()
@@ -180,7 +191,11 @@ class MarkdownFolderConnector:
             failures.append(RecordFailure(where, f"unreadable folder: {exc.strerror or exc}"))
 
         for folder, subfolders, files in os.walk(self._root, onerror=unlistable):
-            subfolders[:] = sorted(name for name in subfolders if name != ".git")
+            subfolders[:] = sorted(
+                name
+                for name in subfolders
+                if name != ".git" and not self._denied(self._relative(Path(folder, name)))
+            )
             for name in files:
                 relative = self._relative(Path(folder, name))
                 if not self._matches(relative):
@@ -209,6 +224,8 @@ class MarkdownFolderConnector:
             # Checked against the root resolved at the start of the run, not re-resolved now.
             if not Path(os.path.realpath(path)).is_relative_to(self._real_root):
                 return self._failure(relative, f"symlink points outside the folder: {path}")
+            if reason := self._denied(relative):  # a symlink swapped in since the listing
+                return self._failure(relative, reason)
             info = path.stat()
             if not stat.S_ISREG(info.st_mode):
                 return self._failure(relative, "not a regular file")
