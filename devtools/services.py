@@ -60,6 +60,11 @@ def start(profile: Profile) -> tuple[dict[str, str], list[Postgres | Redis]]:
         if redis_service.start():
             started.append(redis_service)
         env.update(redis_service.env())
+    # The profile's raw-bytes folder, for every process: `make run`'s web and workers and
+    # a shell's `manage.py ingest` after `--print-env` all read and write one store.
+    env["VERA_OBJECT_STORE__ROOT"] = os.environ.get(
+        "VERA_OBJECT_STORE__ROOT", str(profile.state / "objects")
+    )
     return env, started
 
 
@@ -83,9 +88,11 @@ def manage(args: list[str], env: dict[str, str]) -> None:
 def run(profile: Profile) -> int:
     """`make run`: services, migrations, demo data, then web + a worker per lane + beat."""
     service_env, started = start(profile)
-    env = {**os.environ, **service_env}
-    env.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.local")
-    env.setdefault("VERA_OBJECT_STORE__ROOT", str(profile.state / "objects"))
+    owner = {**os.environ, **service_env}
+    owner.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.local")
+    # Only migrations hold the owner role's credentials: web, workers, beat and the demo
+    # seeding connect as the application role and never see DATABASE_OWNER_URL.
+    env = {key: value for key, value in owner.items() if key != "DATABASE_OWNER_URL"}
     web_port = int(os.environ.get("VERA_WEB_PORT", "8000"))
     if port_in_use(web_port):
         raise ServiceError(
@@ -93,7 +100,7 @@ def run(profile: Profile) -> int:
             "stop it or set VERA_WEB_PORT=<free port>."
         )
     # Migrations run as the owner role; everything else connects as the app role.
-    manage(["migrate", "--noinput"], {**env, "DATABASE_URL": env["DATABASE_OWNER_URL"]})
+    manage(["migrate", "--noinput"], {**owner, "DATABASE_URL": owner["DATABASE_OWNER_URL"]})
     manage(["seed_demo"], env)
     celery = [str(Path(sys.executable).parent / "celery"), "-A", "vera"]
     supervisor = Supervisor()

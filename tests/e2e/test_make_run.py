@@ -45,6 +45,7 @@ class Running:
     url: str
     log: Path
     ports: tuple[int, ...]
+    env: dict[str, str]
 
 
 def _free_port() -> int:
@@ -113,7 +114,7 @@ def make_run() -> Iterator[Running]:
             _stop(process)
             pytest.fail(f"`make run` was not healthy after {STARTUP_SECONDS} s:\n{_tail(log)}")
         time.sleep(1)
-    running = Running(url=url, log=log, ports=(web, pg, redis))
+    running = Running(url=url, log=log, ports=(web, pg, redis), env=env)
     try:
         yield running
     finally:
@@ -188,3 +189,45 @@ def test_approval_reaches_search_through_the_running_workers(make_run: Running, 
         assert time.monotonic() < deadline, "the approval never reached the search index"
         time.sleep(1)
     expect(page.locator("ol.hits")).to_contain_text(fact)
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+    return {key: value for key, _, value in pairs}
+
+
+def _served_processes() -> dict[str, dict[str, str]]:
+    """The environment of each web, worker and beat process this `make run` started."""
+    found: dict[str, dict[str, str]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            env = _environ(int(proc.name))
+        except OSError:
+            continue  # gone, or not ours to read
+        if env.get("VERA_DEV_ROOT") != str(STATE):
+            continue
+        for role in ("runserver", "worker", "beat"):
+            if role in cmdline.split() and "python" in cmdline:
+                found[f"{role} {proc.name}"] = env
+    return found
+
+
+def test_served_processes_hold_no_owner_credentials_and_share_one_object_store(
+    make_run: Running,
+) -> None:
+    served = _served_processes()
+    roles = {name.split()[0] for name in served}
+    assert roles == {"runserver", "worker", "beat"}, sorted(served)
+    assert not [name for name, env in served.items() if "DATABASE_OWNER_URL" in env]
+    stores = {env.get("VERA_OBJECT_STORE__ROOT") for env in served.values()}
+    assert stores == {str(STATE / "dev" / "objects")}
+    # A developer's shell gets the same store from --print-env, for `manage.py ingest`.
+    printed = subprocess.run(
+        ["bin/vera", "services", "start", "--print-env"], cwd=ROOT, env=make_run.env,
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert f"export VERA_OBJECT_STORE__ROOT={STATE / 'dev' / 'objects'}" in printed

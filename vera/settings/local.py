@@ -31,6 +31,12 @@ VERA_SOURCES__FILE_ROOTS = env_list(
     "VERA_SOURCES__FILE_ROOTS", default=[str(BASE_DIR / "var" / "sources")]
 )
 
+# The dev profile's raw-bytes folder, as `bin/vera services start --print-env` exports it
+# and `make run` gives its processes: a shell's `manage.py ingest` and the server share it.
+VERA_OBJECT_STORE__ROOT = env_str(
+    "VERA_OBJECT_STORE__ROOT", str(BASE_DIR / ".devservices" / "dev" / "objects")
+)
+
 # A workspace may be switched to the multilingual e5 (loaded only once a workspace uses it).
 VERA_EMBEDDER__CHOICES = env_list("VERA_EMBEDDER__CHOICES", default=["e5"])
 
