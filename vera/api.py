@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import DataError, IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
@@ -45,6 +47,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             else "this conflicts with an existing record"
         )  # fmt: skip
         return Response({"detail": detail}, status=409)
+    if isinstance(exc, RequestDataTooBig):
+        # DRF reads a JSON body through request.body, where Django applies its limit.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"detail": f"the request body is larger than {limit} bytes; nothing was read"},
+            status=413,
+        )
     if isinstance(exc, DataError):
         transaction.set_rollback(True)
         return Response(

@@ -82,11 +82,23 @@ class SearchResultSerializer(serializers.Serializer[CitedResult]):
     weights = WeightsUsedSerializer(many=True, help_text="per workspace with a hit")
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """A boolean only the JSON literals true and false can set: DRF's BooleanField also
+    reads "yes", "true", "on" and 1 as true, too loose for a flag that destroys data."""
+
+    default_error_messages = {"invalid": "must be the JSON literal true or false"}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):  # not `in {True}`: 1 == True, and 0.0 == False
+            self.fail("invalid")
+        return data
+
+
 class EraseSerializer(serializers.Serializer[None]):
     """Input of an erasure: why, and the confirmation that it cannot be undone."""
 
     reason = serializers.CharField(max_length=500, help_text="why (kept in the tombstone)")
-    confirm = serializers.BooleanField(
+    confirm = StrictBooleanField(
         default=False,
         help_text="true to proceed; without it the answer (400) says what would be destroyed",
     )

@@ -143,6 +143,12 @@ def test_json_that_does_not_parse_raises_when_read(tmp_path: Path) -> None:
         _items(_export(tmp_path, "cmdb.json", '[{"id": "a"},'))
 
 
+def test_json_raises_with_the_depth_when_an_item_is_nested_too_deep(tmp_path: Path) -> None:
+    text = '[{"id": "a", "deep": ' + "[" * 2000 + "]" * 2000 + "}]"
+    with pytest.raises(ConnectorError, match="nested deeper than 64 levels"):
+        _items(_export(tmp_path, "cmdb.json", text))
+
+
 def test_json_of_the_wrong_shape_raises_when_it_has_no_items(tmp_path: Path) -> None:
     with pytest.raises(ConnectorError, match="neither a list"):
         _items(_export(tmp_path, "cmdb.json", '{"servers": []}'))
@@ -156,6 +162,13 @@ def test_jsonl_bad_line_fails_alone_when_others_parse(tmp_path: Path) -> None:
     assert failures[0].startswith("line 3: invalid JSON: ")
     assert failures[1] == "line 4 is a JSON list, not an object"
     assert items[1].content == b'{"id": "b",'
+
+
+def test_jsonl_deep_line_fails_alone_with_the_depth_when_others_parse(tmp_path: Path) -> None:
+    deep = '{"id": "b", "deep": ' + "[" * 2000 + "]" * 2000 + "}"
+    items = _items(_export(tmp_path, "cmdb.jsonl", f'{{"id": "a"}}\n{deep}\n{{"id": "c"}}\n'))
+    assert [item.external_id for item in items] == ["a", "line 2", "c"]
+    assert _failures(items) == ["line 2: invalid JSON: JSON nested deeper than 64 levels"]
 
 
 def test_jsonl_line_with_a_separator_char_in_a_string_stays_one_item(tmp_path: Path) -> None:

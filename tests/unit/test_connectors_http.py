@@ -171,6 +171,16 @@ def test_get_json_fails_at_once_when_the_answer_is_not_json(
     assert len(upstream.requests_to(ECHO)) == 1
 
 
+def test_get_json_fails_at_once_naming_the_depth_when_the_answer_nests_too_deep(
+    upstream: FakeUpstreams, http: ResilientHttp
+) -> None:
+    deep = b'{"results": ' + b"[" * 3_000 + b"]" * 3_000 + b"}"
+    upstream.fail_next(Fault(status=200, body=deep, headers={"Content-Type": "application/json"}))
+    with pytest.raises(ConnectorError, match="answer refused: JSON nested deeper than 512"):
+        http.get_json(upstream.base_url + ECHO)
+    assert len(upstream.requests_to(ECHO)) == 1
+
+
 def test_get_json_fails_at_once_when_the_status_is_a_client_error(
     upstream: FakeUpstreams, http: ResilientHttp
 ) -> None:

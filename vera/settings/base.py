@@ -416,7 +416,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON bodies only, and so only JSON in the schema: form encodings read blanks and
     # booleans their own way, so the same body would validate differently by encoding.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["vera.parsers.BoundedJSONParser"],
     "DEFAULT_THROTTLE_CLASSES": ["vera.throttling.RateLimitThrottle"],
     "DEFAULT_PAGINATION_CLASS": "vera.api.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,

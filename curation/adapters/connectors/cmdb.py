@@ -23,6 +23,7 @@ from typing import Any
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
 from curation.domain.source_policy import SourcePolicy, file_refusal
+from kernel.jsonbounds import loads_bounded
 
 Item = SourceRecord | RecordFailure
 
@@ -75,7 +76,7 @@ def csv_rows(text: str, *, id_field: str) -> list[_Row]:
 def json_rows(text: str) -> list[_Row]:
     """Items of a JSON export: a list of objects, or an object with an `items` list."""
     try:
-        document = json.loads(text)
+        document = loads_bounded(text)
     except ValueError as exc:
         raise ConnectorError(f"the JSON cannot be parsed: {exc}") from exc
     if isinstance(document, Mapping):
@@ -94,7 +95,7 @@ def jsonl_rows(data: bytes) -> list[_Row]:
         if not raw.strip():
             continue
         try:
-            item = json.loads(raw.decode("utf-8"))
+            item = loads_bounded(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             rows.append(_Row(where, None, f"{where}: invalid UTF-8 at byte {exc.start}", raw))
             continue

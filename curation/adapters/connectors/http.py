@@ -33,6 +33,7 @@ from curation.domain.source_policy import (
     host_refusal,
     ip_literal,
 )
+from kernel.jsonbounds import JSONTooDeep, loads_bounded
 from kernel.resilience import full_jitter_delay
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,9 @@ Params = Mapping[str, str | int]
 RetrySignal = Callable[[Any], str | None]
 
 _UNAUTHORISED = frozenset({401, 403})
+# Far deeper than any Confluence, Jira or Slack answer nests (rich-text trees included),
+# well short of where json.loads would exhaust the stack.
+UPSTREAM_MAX_DEPTH = 512
 
 
 @dataclass(frozen=True)
@@ -323,7 +327,10 @@ class ResilientHttp:
         if not response.is_success:
             raise ConnectorError(f"GET {where}: {status}")
         try:
-            payload = response.json()
+            # Bounded: an upstream answer nested thousands deep fails this run, not the stack.
+            payload = loads_bounded(response.content, max_depth=UPSTREAM_MAX_DEPTH)
+        except JSONTooDeep as exc:
+            raise ConnectorError(f"GET {where}: {status} answer refused: {exc}") from None
         except ValueError:
             # Typically an SSO proxy's HTML login page served with 200: retrying will not help.
             kind = response.headers.get("Content-Type", "no content type")
