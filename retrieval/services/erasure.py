@@ -10,15 +10,17 @@ confirmation that named what is destroyed):
 - claims supported elsewhere too lose only this evidence (and are re-projected, so their
   index text and graph edge no longer carry it);
 - a claim that an erased claim superseded is current again, unless replaced since;
-- the copies of all this in the workspace's knowledge snapshots, which are re-sealed.
+- the copies of all this in the workspace's knowledge snapshots, which are re-sealed;
+- in the search log, the query texts that quote it are redacted (`erasure_log`).
 
 The same transaction writes the tombstone (ids, counts, actor, reason; the keys still
-to clean; the SHA-256 of every erased text, no text) and queues a cleanup job, visible a
-minute later. After commit the caller runs the cleanup at once (graph edges, the raw
-bytes in the object store, cached embeddings of the erased texts) and retires the job;
-if the process dies in between, a worker runs the same idempotent cleanup when the job
-becomes visible. A store that refuses leaves the tombstone "retrying" with the error,
-and the outbox retries with backoff. `erasure_scan` proves nothing remains.
+to clean; the SHA-256 of every erased text and keyed fingerprints of the terms only it
+held, no text) and queues a cleanup job, visible a minute later. After commit the
+caller runs the cleanup at once (graph edges, the raw bytes in the object store,
+cached embeddings of the erased texts) and retires the job; if the process dies in
+between, a worker runs the same idempotent cleanup when the job becomes visible. A
+store that refuses leaves the tombstone "retrying" with the error, and the outbox
+retries with backoff. `erasure_scan` proves nothing remains.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ from retrieval.models import (
     SearchHit,
 )
 from retrieval.ports import EmbedderCatalog, EmbeddingCache
+from retrieval.services.erasure_log import (
+    search_log_redact,
+    search_log_residue,
+    searches_returning,
+)
 from retrieval.services.snapshots import snapshot_rows_holding, snapshots_forget
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -263,7 +270,12 @@ def erase(
     caches = _caches(group_id, catalog)
     cached_texts, erased_texts = _texts(plan)
     cache_keys = sorted({cache.key(text) for cache in caches for text in cached_texts})
+    queries = searches_returning(plan.claims_erased)  # before their hits go
     counts = {**plan.counts, **_delete(plan, source=source)}
+    # A search for what only this content said keeps saying it in the log: redacted.
+    counts["query_texts_redacted"], search_log = search_log_redact(
+        group_id=group_id, texts=erased_texts, kept=plan.claims_kept, queries=queries
+    )
     # Knowledge snapshots must not resurrect it: its copies leave them, and they are
     # re-sealed with a note.
     counts |= snapshots_forget(
@@ -277,7 +289,7 @@ def erase(
         group_id=group_id, kind=kind, target_id=target_id, actor=actor.label,
         reason=reason.strip()[:500], counts=counts,
         cleanup={"objects": plan.objects, "cache_keys": cache_keys,
-                 "claims": plan.claims_erased, "episodes": plan.episodes},
+                 "claims": plan.claims_erased, "episodes": plan.episodes, **search_log},
         fingerprints=sorted(prints),
     )  # fmt: skip
     # The kept claims no longer carry this evidence: their index text and graph edge
@@ -397,7 +409,8 @@ def erasure_scan(
     tombstone: Tombstone, *, graph: GraphProjection, store: ObjectStore, catalog: EmbedderCatalog
 ) -> Residue:
     """Look for anything of the erased content: by ids in every table that holds them, by
-    fingerprint in every text column, in the graph, the object store and the caches."""
+    fingerprint in every text column, by term in the search log, in the graph, the object
+    store and the caches."""
     plan = tombstone.cleanup
     claims, episodes = list(plan.get("claims", [])), list(plan.get("episodes", []))
     found: dict[str, list[str]] = {}
@@ -425,6 +438,7 @@ def erasure_scan(
         found["postings"] = [str(row[0]) for row in cursor.fetchall()]
     for name, rows in _held(list(tombstone.fingerprints)).items():
         found[name] = [row.split(":", 1)[0] for row in rows][:20]
+    found["query texts"] = search_log_residue(tombstone)
     edges = graph.dump(tombstone.group_id).edges
     erased = set(claims)
     found["graph edges"] = [str(edge[0]) for edge in edges if edge[0] in erased]
