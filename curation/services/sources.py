@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
+from curation.domain.connector_config import config_refusal, kind_rules
 from curation.domain.source_policy import (
     SourcePolicy,
     reach_changed,
@@ -155,6 +156,15 @@ def source_validate(
         raise ValueError(
             f"config key {secret[0]!r} looks like a secret: put the secret in an environment "
             "variable and give its name in token_env"
+        )
+    # The rules the run checks (build_connector), so a bad config is refused here, not later.
+    if reason := config_refusal(kind, config):
+        raise ValueError(reason)
+    rules = kind_rules(kind)
+    if rules is not None and rules.needs_token and not token_env:
+        raise ValueError(
+            f"the {kind} connector needs a token: put it in an environment variable the "
+            "operator gave this scope and name that variable in token_env"
         )
     policy = policy or source_policy()
     if reason := source_secret_refusal(token_env=token_env, group_id=group_id, policy=policy):
