@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from curation import selectors
+from curation.domain.ontology import PredicateSense
 from curation.domain.progress import describe_run
 from curation.domain.tiers import ClaimStatus
 from curation.models import (
@@ -24,12 +25,15 @@ from curation.models import (
     Episode,
     Evidence,
     MergeCandidate,
+    OntologyRevision,
     OutboxJob,
     OutboxPause,
+    Predicate,
     Source,
 )
 from curation.services import review
 from curation.services.entities import alias_unlink, entity_unmerge
+from curation.services.ontology import ontology_predicate_reset, ontology_predicate_set
 from curation.services.outbox import outbox_backlog, outbox_retry
 from curation.services.retraction import (
     Retraction,
@@ -396,3 +400,123 @@ class OutboxJobAdmin(WrittenByServices, admin.ModelAdmin[OutboxJob]):
     def retry_dead_jobs(self, request: HttpRequest, queryset: QuerySet[OutboxJob]) -> None:
         count = outbox_retry(job_ids=list(queryset.values_list("pk", flat=True)))
         self.message_user(request, f"{count} dead job(s) queued again.", messages.SUCCESS)
+
+
+# --- the ontology ------------------------------------------------------------------------
+
+PREDICATE_NEW = ("group_id", "name", "label", "description", "words", "questions",
+                 "object_type", "functional")  # fmt: skip
+PREDICATE_SENSE = ("label", "description", "words", "questions", "object_type", "functional")
+PREDICATE_STATE = ("group_id", "name", "updated_at")  # the row's identity, and the service's
+
+
+class LinesField(forms.Field):
+    """A list of text as a textarea, one entry per line (entries may hold commas)."""
+
+    widget = forms.Textarea(attrs={"rows": 6, "cols": 60})
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list | tuple) else value
+
+    def to_python(self, value: Any) -> list[str]:
+        return [line.strip() for line in str(value or "").splitlines() if line.strip()]
+
+
+class PredicateForm(forms.ModelForm[Predicate]):
+    """Saved by `ontology_predicate_set` as the last step of its validation (as SourceForm):
+    the service decides (admin role, the domain's rules) and a refusal is a form error."""
+
+    actor: Principal = ANONYMOUS  # bound per request by PredicateAdmin.get_form
+    words = LinesField(required=False, help_text="one per line")
+    questions = LinesField(
+        required=False, help_text='one per line, X for the entity ("who owns X")'
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "group_id" in self.fields:  # adding: one of the scopes the actor administers
+            scopes = Scope.objects.filter(group_id__in=self.actor.groups_at_least(Role.ADMIN))
+            self.fields["group_id"] = forms.ChoiceField(
+                label="scope", choices=[(s.group_id, str(s)) for s in scopes.order_by("name")]
+            )
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        if not self.is_bound or self.errors:
+            return
+        try:
+            self._save_through_services()
+        except (ValueError, PermissionDenied) as error:
+            self.add_error(None, str(error))
+
+    def _save_through_services(self) -> None:
+        data, instance = self.cleaned_data, self.instance
+        group_id = instance.group_id if instance.pk else data["group_id"]
+        name = instance.name if instance.pk else data["name"]
+        sense = PredicateSense(
+            name=name, label=data["label"], description=data["description"],
+            words=tuple(data["words"]), questions=tuple(data["questions"]),
+            object_type=data["object_type"], functional=data["functional"],
+        )  # fmt: skip
+        ontology_predicate_set(actor=self.actor, group_id=group_id, sense=sense)
+        saved = Predicate.objects.filter(group_id=group_id, name=name).first()
+        if saved is None:  # the service stored nothing: the default says this already
+            raise ValueError(f"{name} has this sense by default; nothing to store")
+        instance.pk = saved.pk
+
+
+@admin.register(Predicate)
+class PredicateAdmin(admin.ModelAdmin[Predicate]):
+    """A workspace's own predicate senses: saved through `ontology_predicate_set`, reset to
+    the default through `ontology_predicate_reset` (both audited, each a new version)."""
+
+    form = PredicateForm
+    list_display = ["name", "label", "object_type", "functional", "group_id", "updated_at"]
+    list_filter = ["functional", "object_type"]
+    search_fields = ["name", "label", "group_id"]
+    actions = ["reset_selected"]
+
+    def get_fields(self, request: HttpRequest, obj: Predicate | None = None) -> tuple[str, ...]:
+        return PREDICATE_NEW if obj is None else (*PREDICATE_STATE, *PREDICATE_SENSE)
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Predicate | None = None
+    ) -> tuple[str, ...]:
+        return () if obj is None else PREDICATE_STATE
+
+    def get_form(
+        self, request: HttpRequest, obj: Predicate | None = None, change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm[Predicate]]:  # fmt: skip
+        form = super().get_form(request, obj, change=change, **kwargs)
+        bound = type(form.__name__, (form,), {"actor": request_principal(request)})
+        return cast("type[forms.ModelForm[Predicate]]", bound)
+
+    def save_model(self, request: HttpRequest, obj: Predicate, form: Any, change: bool) -> None:
+        """Nothing left to do: PredicateForm saved through the service while validating."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Predicate | None = None) -> bool:
+        return False  # resetting to the default is an edit too: the action below
+
+    @admin.action(description="Reset the selected predicates to the default")
+    def reset_selected(self, request: HttpRequest, queryset: QuerySet[Predicate]) -> None:
+        actor = request_principal(request)
+        rows = {pk: (group_id, name) for pk, group_id, name in
+                queryset.values_list("pk", "group_id", "name")}  # fmt: skip
+        apply_each(
+            self, request, rows,
+            lambda pk: ontology_predicate_reset(
+                actor=actor, group_id=rows[pk][0], name=rows[pk][1]
+            ),
+            done="reset to the default",
+        )  # fmt: skip
+
+
+@admin.register(OntologyRevision)
+class OntologyRevisionAdmin(WrittenByServices, admin.ModelAdmin[OntologyRevision]):
+    """Every version of each workspace's ontology, whole, as its edit left it."""
+
+    list_display = ["group_id", "version", "action", "name", "actor", "created_at"]
+    list_filter = ["action"]
+    search_fields = ["group_id", "name", "actor"]
+    readonly_fields = [f.name for f in OntologyRevision._meta.fields]

@@ -9,12 +9,15 @@ import enum
 
 import pgtrigger
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GistIndex
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from curation.domain.ontology import MAX_TEXT, MAX_WORDS
+from curation.domain.ontology_records import MAX_NAME, MAX_OBJECT_TYPE
 from curation.domain.outbox import Consumer, Priority
 from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.sources import ConnectorKind
@@ -179,6 +182,30 @@ class EntityAlias(models.Model):
 
     def __str__(self) -> str:
         return self.alias
+
+
+class EntityIdentity(models.Model):
+    """An entity's id in a structured source (a CMDB item's id, a Jira key): who it is,
+    whatever its name says now. One entity per (source, id); an entity may hold several."""
+
+    group_id = models.CharField(max_length=40)
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="identities")
+    # PROTECT: erasing a source removes its identities explicitly (they name its records).
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="identities")
+    external_id = models.CharField(max_length=500)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "entity identities"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["group_id", "source", "external_id"], name="entity_identity_once"
+            )
+        ]
+        indexes = [models.Index(fields=["entity", "source"], name="entity_identity_entity_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} in source {self.source_id}"
 
 
 class MergeCandidate(models.Model):
@@ -390,3 +417,70 @@ class OutboxPause(models.Model):
 
     def __str__(self) -> str:
         return f"{self.consumer} paused for {self.group_id}: {self.reason}"
+
+
+class Predicate(models.Model):
+    """A workspace's own sense of one predicate; it takes the place of the default's.
+
+    Written only by `ontology_predicate_set` / `ontology_predicate_reset` (admins,
+    audited), which also keep each version whole in OntologyRevision.
+    """
+
+    group_id = models.CharField(max_length=40)
+    name = models.CharField(max_length=MAX_NAME)
+    label = models.CharField(max_length=MAX_TEXT)
+    description = models.TextField(blank=True)
+    words = ArrayField(models.CharField(max_length=MAX_TEXT), default=list, blank=True)
+    # Question forms, with X for the entity asked about ("where does X run").
+    questions = ArrayField(models.CharField(max_length=MAX_TEXT), default=list, blank=True)
+    object_type = models.CharField(max_length=MAX_OBJECT_TYPE, blank=True)
+    functional = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["group_id", "name"], name="predicate_once_per_group"),
+            models.CheckConstraint(
+                condition=Q(name__regex=PREDICATE_PATTERN.pattern), name="predicate_upper_snake"
+            ),
+            models.CheckConstraint(
+                condition=Q(words__len__lte=MAX_WORDS, questions__len__lte=MAX_WORDS),
+                name="predicate_entries_bounded",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.label})"
+
+
+class OntologyRevision(models.Model):
+    """A workspace's whole ontology as one edit left it, at its version (append-only).
+
+    Version N is the N-th edit of the workspace (0, the defaults, has no row); a
+    knowledge snapshot pins the version and reads the senses here back, exactly.
+    """
+
+    group_id = models.CharField(max_length=40)
+    version = models.PositiveIntegerField()
+    # Every sense at this version, defaults included: `ontology_records` of the ontology.
+    senses = models.JSONField(default=list)
+    action = models.CharField(max_length=10)  # "set" | "reset"
+    name = models.CharField(max_length=MAX_NAME)  # the predicate the edit changed
+    actor = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # Also the index the latest version per workspace is read from.
+            models.UniqueConstraint(fields=["group_id", "version"], name="ontology_version_once"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="ontology_version_positive"),
+        ]
+        triggers = [
+            pgtrigger.Protect(
+                name="ontology_revision_append_only",
+                operation=pgtrigger.Update | pgtrigger.Delete,
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"ontology v{self.version} of {self.group_id} ({self.action} {self.name})"

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.aggregates import JSONBAgg
 from django.db import connection
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, JSONField, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models.functions import JSONObject
 
 from curation.domain.backpressure import OUTBOX_LANES, LaneLoad
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
+from curation.domain.ontology import DEFAULT_ONTOLOGY, Ontology, PredicateSense
+from curation.domain.ontology_records import ontology_of, sense_of
 from curation.domain.outbox import Consumer, Lane, Priority
 from curation.domain.params import ClaimFilters, RelatedQuery
 from curation.domain.picture import Edge, Node, Picture, layout
@@ -23,11 +29,15 @@ from curation.models import (
     EntityAlias,
     Evidence,
     MergeCandidate,
+    OntologyRevision,
+    Predicate,
     Source,
 )
 from curation.ports import GraphProjection
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
+
+logger = logging.getLogger(__name__)
 
 
 def claim_history(*, claim_id: int) -> list[Claim]:
@@ -414,3 +424,68 @@ def outbox_dead_letters() -> dict[Consumer, int]:
         cursor.execute("SELECT * FROM vera_outbox_dead_letters()")
         counts = dict(cursor.fetchall())
     return {consumer: counts.get(consumer.value, 0) for consumer in Consumer}
+
+
+# --- the ontology ----------------------------------------------------------------------
+
+_SENSE_COLUMNS = ("name", "label", "description", "words", "questions", "object_type",
+                  "functional")  # fmt: skip
+
+
+def ontology_for(group_id: str) -> Ontology:
+    """The workspace's ontology: the defaults with its own senses in their place, at its
+    version (0 when never edited). Read under the caller's RLS context: a workspace the
+    caller cannot see reads as never edited."""
+    return ontologies_for([group_id])[group_id]
+
+
+def ontologies_for(group_ids: Iterable[str]) -> dict[str, Ontology]:
+    """`ontology_for` of each group, in one query (a search spans several workspaces):
+    each edited group's latest version, with its own senses gathered beside it."""
+    wanted = sorted(set(group_ids))
+    if not wanted:
+        return {}
+    own = (
+        Predicate.objects.filter(group_id=OuterRef("group_id"))
+        .order_by()
+        .values("group_id")
+        .annotate(rows=JSONBAgg(JSONObject(**{column: column for column in _SENSE_COLUMNS})))
+        .values("rows")
+    )
+    latest = (
+        OntologyRevision.objects.filter(group_id__in=wanted)
+        .order_by("group_id", "-version")
+        .distinct("group_id")
+        .annotate(own=Subquery(own, output_field=JSONField()))
+        .values_list("group_id", "version", "own")
+    )
+    edited = {
+        group_id: DEFAULT_ONTOLOGY.overridden(_senses(group_id, own or []), version=version)
+        for group_id, version, own in latest
+    }
+    return {group_id: edited.get(group_id, DEFAULT_ONTOLOGY) for group_id in wanted}
+
+
+def _senses(group_id: str, rows: list[dict[str, Any]]) -> list[PredicateSense]:
+    """The rows' senses; one the rules no longer accept is left out (its default stands)
+    and logged, rather than failing every search of the workspace."""
+    senses = []
+    for row in rows:
+        try:
+            senses.append(sense_of(row))
+        except ValueError as error:
+            logger.warning("ontology of %s: %s left out: %s", group_id, row.get("name"), error)
+    return senses
+
+
+def ontology_at(*, group_id: str, version: int) -> Ontology | None:
+    """The workspace's ontology exactly as its `version`-th edit left it (what a snapshot
+    pinned); version 0 is the defaults. None when the caller cannot see that version."""
+    if version == 0:
+        return DEFAULT_ONTOLOGY
+    senses = (
+        OntologyRevision.objects.filter(group_id=group_id, version=version)
+        .values_list("senses", flat=True)
+        .first()
+    )
+    return None if senses is None else ontology_of(senses, version=version)

@@ -548,9 +548,10 @@ class Snapshot(models.Model):
 
     Taking one writes this row (`building`); a maintenance worker copies the index
     documents, their postings and votes in one repeatable-read transaction, pins what
-    ranks them (`pins`: the embedding models, predicate set, weight set, fusion,
-    reranker and ranker version) and seals it with a checksum over all of it. A search
-    runs against a sealed snapshot only while its content still has that checksum.
+    ranks them (`pins`: the embedding models, predicate set and ontology version, weight
+    set, fusion, reranker and ranker version) and seals it with a checksum over all of
+    it. A search runs against a sealed snapshot only while its content still has that
+    checksum.
     Erasure removes erased content from every snapshot and re-seals it, with a note.
     """
 
@@ -571,6 +572,10 @@ class Snapshot(models.Model):
     sealed_at = models.DateTimeField(null=True, blank=True)
     checksum = models.CharField(max_length=64, blank=True)
     pins = models.JSONField(default=dict, blank=True)
+    # The version of the workspace's ontology the copy saw (also in `pins`, under the
+    # seal); `curation.selectors.ontology_at` reads that ontology back exactly. NULL while
+    # building, and for snapshots sealed before the ontology was pinned.
+    ontology_version = models.PositiveIntegerField(null=True, blank=True)
     counts = models.JSONField(default=dict, blank=True)
     # What happened to it since it was sealed (re-seals after erasures), one line each.
     notes = models.TextField(blank=True)

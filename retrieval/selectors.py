@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import connection
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
@@ -18,6 +18,7 @@ from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 from curation.models import Claim, Evidence
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, WeightChoice, Weights
 from retrieval.domain.results import Result
+from retrieval.domain.understanding import Understanding
 from retrieval.models import EvaluationResult, EvaluationRun, WeightActivation, WeightSet
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
@@ -80,6 +81,7 @@ class CitedResult:
     hits: tuple[CitedHit, ...]
     timings: dict[str, float]  # ms per step
     weights: tuple[WeightsUsed, ...] = ()
+    understood: Understanding = field(default_factory=Understanding)
 
     @property
     def count(self) -> int:
@@ -135,6 +137,7 @@ def cited_result(result: Result, hits: tuple[CitedHit, ...]) -> CitedResult:
             WeightsUsed(group_id=group, version=version, weight_set_id=set_id)
             for group, (version, set_id) in result.weights.items()
         ),
+        understood=result.understood,
     )
 
 

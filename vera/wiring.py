@@ -20,6 +20,7 @@ from django.dispatch import receiver
 from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
+from curation.domain.extraction.structured import cmdb_mapping
 from curation.domain.outbox import ERASURE_CLEANUP, LEGACY_RETIRE, PROJECT_CLAIM, Consumer
 from curation.models import OutboxJob, Source
 from curation.ports import (
@@ -167,6 +168,8 @@ def extractors_for(source: Source) -> list[Extractor]:
     if settings.VERA_EXTRACTOR__LLM_MODEL:
         free_text.append(llm_extractor())
     structured = StructuredExtractor(
+        # A CMDB source's own columns (config `mapping`) over the defaults; Jira's are fixed.
+        mapping=cmdb_mapping(source.config.get("mapping")) if source.kind == "cmdb" else None,
         valid_from_field=source.config.get("valid_from_field"),
         valid_to_field=source.config.get("valid_to_field"),
     )

@@ -11,6 +11,14 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from curation.domain.ontology import (
+    DEFAULT_ONTOLOGY,
+    ENTITY_SLOT,
+    MAX_TEXT,
+    MAX_WORDS,
+    Ontology,
+)
+from curation.domain.ontology_records import MAX_DESCRIPTION, MAX_OBJECT_TYPE, sense_record
 from curation.domain.sources import ConnectorKind
 from curation.models import Claim, Episode, Evidence, Source
 
@@ -249,3 +257,89 @@ class ReinstatementSerializer(serializers.Serializer[Any]):
         help_text="false when a published claim already held the value (it cites this too)"
     )
     message = serializers.CharField()
+
+
+# --- the ontology ----------------------------------------------------------------------
+
+# A non-blank entry without NUL: what `sense_refusal` accepts of a label, a word or a
+# question form (its bounds are in the schema below; its messages come from the domain).
+_ENTRY = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_TEXT,
+    "pattern": r"^[^\x00]*[^\s\x00\x1c-\x1f\x85][^\x00]*$",
+}
+
+
+@extend_schema_field({"type": "array", "items": _ENTRY, "maxItems": MAX_WORDS})
+class EntriesField(serializers.ListField):
+    """Words or question forms: a list of text, bounded by the domain (the schema says how)."""
+
+    child = serializers.CharField(allow_blank=True)
+
+
+@extend_schema_field(_ENTRY)
+class LabelField(serializers.CharField):
+    """A predicate's label, bounded by the domain (`sense_refusal`)."""
+
+
+class PredicateSenseSerializer(serializers.Serializer[Any]):
+    """One predicate as people speak of it, in the workspace's ontology."""
+
+    name = serializers.CharField(help_text="the PREDICATE")
+    # Shadows Field.label only in the stubs (DRF's metaclass moves declared fields off).
+    label = serializers.CharField(  # type: ignore[assignment]
+        help_text='how a fact says it ("runs on")'
+    )
+    description = serializers.CharField()
+    words = serializers.ListField(child=serializers.CharField(), help_text="words that ask for it")
+    questions = serializers.ListField(
+        child=serializers.CharField(), help_text='question forms, X the entity ("where does X run")'
+    )
+    object_type = serializers.CharField(help_text="the type of its object")
+    functional = serializers.BooleanField(help_text="one value at a time")
+    default = serializers.BooleanField(help_text="the built-in sense, not the workspace's own")
+
+
+class OntologySerializer(serializers.Serializer[Any]):
+    """A workspace's ontology: the defaults with its own senses in their place."""
+
+    group_id = serializers.CharField()
+    version = serializers.IntegerField(help_text="edits so far (0: the defaults, never edited)")
+    predicates = PredicateSenseSerializer(many=True, help_text="by name")
+
+
+def ontology_data(group_id: str, ontology: Ontology) -> dict[str, Any]:
+    """What OntologySerializer shows of `ontology`."""
+    return {
+        "group_id": group_id,
+        "version": ontology.version,
+        "predicates": [
+            {**sense_record(sense), "default": DEFAULT_ONTOLOGY.get(name) == sense}
+            for name, sense in sorted(ontology.senses.items())
+        ],
+    }
+
+
+class PredicateSenseInputSerializer(serializers.Serializer[None]):
+    """Input of a predicate's sense; the name is in the path. Its rules (an UPPER_SNAKE
+    name, bounded text, X in every question form) are the domain's, with its messages."""
+
+    refuses_unknown_fields = True  # see `validate`; the schema says so (vera.schema)
+
+    label = LabelField()  # type: ignore[assignment]  # as above
+    description = serializers.CharField(allow_blank=True, required=False, default="",
+                                        max_length=MAX_DESCRIPTION)  # fmt: skip
+    words = EntriesField(required=False, default=list)
+    questions = EntriesField(
+        required=False, default=list, help_text=f"each names the entity as {ENTITY_SLOT}"
+    )
+    object_type = serializers.CharField(
+        allow_blank=True, required=False, default="", max_length=MAX_OBJECT_TYPE
+    )
+    functional = serializers.BooleanField(required=False, default=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if unknown := sorted(set(self.initial_data) - set(self.fields)):
+            raise serializers.ValidationError(f"unknown field(s): {', '.join(unknown)}")
+        return attrs

@@ -1,11 +1,12 @@
-"""REST endpoints: sources (admins), episodes, claims with filters, a claim's history."""
+"""REST endpoints: sources (admins), episodes, claims with filters, a claim's history, the
+ontology of a workspace (admins edit it)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +19,8 @@ from curation.api.serializers import (
     EntityRefSerializer,
     EntitySerializer,
     EpisodeSerializer,
+    OntologySerializer,
+    PredicateSenseInputSerializer,
     ReinstatementSerializer,
     RelatedSerializer,
     RetractionSerializer,
@@ -25,7 +28,10 @@ from curation.api.serializers import (
     SourceCreateSerializer,
     SourceSerializer,
     claims_data,
+    ontology_data,
 )
+from curation.domain.ontology import Ontology, PredicateSense
+from curation.domain.ontology_records import MAX_NAME
 from curation.domain.params import (
     HOPS_RANGE,
     MAX_ID,
@@ -35,8 +41,10 @@ from curation.domain.params import (
     parse_claim_filters,
     parse_related,
 )
+from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Source
+from curation.services.ontology import ontology_predicate_reset, ontology_predicate_set
 from curation.services.retraction import (
     Retraction,
     RetractionRefused,
@@ -301,3 +309,87 @@ class ClaimReinstateView(APIView):
                  "message": done.message}
             ).data
         )  # fmt: skip
+
+
+# --- the ontology ----------------------------------------------------------------------
+
+SCOPE = OpenApiParameter(
+    "scope", {"type": "string", "minLength": 1, "maxLength": 40}, required=True,
+    description="the workspace's group id (one of the caller's: see /api/v1/me)",
+)  # fmt: skip
+PREDICATE_NAME = OpenApiParameter(
+    "name", {"type": "string", "pattern": PREDICATE_PATTERN.pattern, "maxLength": MAX_NAME},
+    location=OpenApiParameter.PATH, description="the PREDICATE, e.g. RUNS_ON",
+)  # fmt: skip
+ONTOLOGY_EDIT_RESPONSES = {
+    200: OntologySerializer,
+    400: OpenApiResponse(description="bad input: the message says which rule it breaks"),
+    403: OpenApiResponse(description="not an admin of the workspace"),
+    404: OpenApiResponse(description="no such scope visible to the caller"),
+}
+
+
+def _scope(request: Request) -> str:
+    """The `scope` the caller names: one of its own group ids, else a 404 (never trusted)."""
+    scope = request.query_params.get("scope", "")
+    if not scope:
+        raise exceptions.ValidationError({"scope": "name the workspace by its group id"})
+    if scope not in principal_of(request).group_ids:
+        raise exceptions.NotFound("No such scope.")
+    return scope
+
+
+def _edited(edit: Callable[[], Ontology], scope: str) -> Response:
+    """The ontology after the edit; the service's refusals as 403 and 400."""
+    try:
+        ontology = edit()
+    except PermissionDenied as error:
+        raise exceptions.PermissionDenied(str(error)) from None
+    except ValueError as error:
+        raise exceptions.ValidationError({"detail": str(error)}) from None
+    return Response(OntologySerializer(ontology_data(scope, ontology)).data)
+
+
+class OntologyView(APIView):
+    """A workspace's ontology: for each predicate its label, words, question forms, object
+    type and whether it is functional; the defaults where the workspace set none."""
+
+    @extend_schema(
+        parameters=[SCOPE],
+        responses={200: OntologySerializer,
+                   404: OpenApiResponse(description="no such scope visible to the caller")},
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        scope = _scope(request)
+        ontology = selectors.ontology_for(scope)
+        return Response(OntologySerializer(ontology_data(scope, ontology)).data)
+
+
+class OntologyPredicateView(APIView):
+    """One predicate's sense in a workspace: PUT sets it, DELETE resets it to the default
+    (admins of the workspace; audited; each change moves the ontology's version)."""
+
+    @extend_schema(
+        parameters=[SCOPE, PREDICATE_NAME], request=PredicateSenseInputSerializer,
+        responses=ONTOLOGY_EDIT_RESPONSES,
+    )  # fmt: skip
+    def put(self, request: Request, name: str) -> Response:
+        # Parsed first: a body that is no JSON (or nested too deep) is a 400 whatever else.
+        form = PredicateSenseInputSerializer(data=request.data)
+        scope = _scope(request)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+
+        def edit() -> Ontology:
+            entries = {key: tuple(data[key]) for key in ("words", "questions")}
+            sense = PredicateSense(name=name, **{**data, **entries})
+            return ontology_predicate_set(actor=principal_of(request), group_id=scope, sense=sense)
+
+        return _edited(edit, scope)
+
+    @extend_schema(parameters=[SCOPE, PREDICATE_NAME], responses=ONTOLOGY_EDIT_RESPONSES)
+    def delete(self, request: Request, name: str) -> Response:
+        scope, actor = _scope(request), principal_of(request)
+        return _edited(
+            lambda: ontology_predicate_reset(actor=actor, group_id=scope, name=name), scope
+        )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.sources import ConnectorKind
 
 # Largest file the Markdown connector reads. It reads a file whole into the worker's
@@ -41,6 +42,8 @@ PAGE_SIZE_CAPS: Mapping[ConnectorKind, int] = {
 _NOT_ZONES = frozenset({"localtime"})
 _SHOWN = 60  # characters of a refused value repeated in a message
 _UNKNOWN_SHOWN = 5  # unknown keys named in a message
+MAX_PREDICATE_CHARS = 100  # Claim.predicate's length
+MAX_MAPPED_COLUMNS = 100  # columns a CMDB source may map onto predicates (`mapping`)
 
 Check = Callable[[Any], str]
 
@@ -111,6 +114,25 @@ def _patterns(value: Any) -> str:
     return ""
 
 
+def _mapping(value: Any) -> str:
+    if len(value) > MAX_MAPPED_COLUMNS:
+        return f"maps {len(value)} columns: at most {MAX_MAPPED_COLUMNS}"
+    for column, predicate in value.items():
+        if not isinstance(column, str) or not column.strip():
+            return f"maps a blank column name {_shown(column)}"
+        if not isinstance(predicate, str):
+            return f"maps {_shown(column)} to {_shown(predicate)}: a predicate is a string"
+        if predicate and not (
+            len(predicate) <= MAX_PREDICATE_CHARS and PREDICATE_PATTERN.match(predicate)
+        ):
+            return (
+                f"maps {_shown(column)} to {_shown(predicate)}: a predicate is UPPER_SNAKE "
+                f'(like RUNS_ON, at most {MAX_PREDICATE_CHARS} characters), or "" to drop '
+                "the column"
+            )
+    return ""
+
+
 def _jql(value: Any) -> str:
     if "order by" in value.lower():
         return "must not have ORDER BY: the connector sets the order"
@@ -168,7 +190,13 @@ KINDS: Mapping[ConnectorKind, KindRules] = {
     ),
     ConnectorKind.CMDB: KindRules(
         {"path": PATH},
-        {"id_field": TEXT, "page_size": _page(ConnectorKind.CMDB), **VALIDITY_FIELDS},
+        {
+            "id_field": TEXT,
+            "page_size": _page(ConnectorKind.CMDB),
+            # column -> PREDICATE over the default mapping; "" drops a column
+            "mapping": Key((dict,), "an object of column -> PREDICATE", _mapping),
+            **VALIDITY_FIELDS,
+        },
         needs_token=False,
     ),
     ConnectorKind.CONFLUENCE: KindRules(

@@ -7,6 +7,7 @@ keys here and only a later, explicit resolution step may decide they are one ent
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
@@ -142,7 +143,8 @@ _TYPO_TWO_EDITS_MIN = 9
 
 @dataclass(frozen=True)
 class NameConflict:
-    """What tells two names apart: kind is number | code | symbol | word | extra."""
+    """What tells two names apart: kind is number | code | symbol | word | extra | order,
+    or identity (two different ids in one source: told apart by the source itself)."""
 
     kind: str
     detail: str
@@ -155,6 +157,8 @@ class NameConflict:
     def __str__(self) -> str:
         if self.kind == "extra":
             return f"extra word: {self.detail}"
+        if self.kind == "order":
+            return f"same words in another order: {self.detail}"
         return f"different {self.kind}: {self.detail}"
 
 
@@ -192,6 +196,31 @@ def identifier_conflict(a: str, b: str) -> NameConflict | None:
             return NameConflict("symbol", f"{extra} / none")
         return NameConflict("extra", extra)
     return None
+
+
+# What separates the words of a name for the word-order rule: dashes, underscores, dots
+# and whitespace ("stock-notify-queue", "stock_notify.queue", "Stock Notify Queue").
+_WORD_BREAK = re.compile(r"[-_.\s]+")
+
+
+def word_order_conflict(a: str, b: str) -> NameConflict | None:
+    """The same words in another order, or None: such names are never linked automatically.
+
+    "stock-notify-queue" and "notify-stock-queue" are as close as can be to a trigram or an
+    embedding, and in an estate named by convention they are two queues. Words are split
+    on dashes, underscores, dots and whitespace and case-folded; the same words in the same
+    order ("Billing API" / "billing-api") and different words are not this rule's concern.
+    At most a reviewer merges such a pair. Symmetric.
+    """
+    words_a, words_b = _plain_words(a), _plain_words(b)
+    if words_a == words_b or sorted(words_a) != sorted(words_b):
+        return None
+    first, second = sorted((" ".join(words_a), " ".join(words_b)))
+    return NameConflict("order", f"{first} / {second}")
+
+
+def _plain_words(name: str) -> list[str]:
+    return [word for word in _WORD_BREAK.split(normalize_name(name)) if word]
 
 
 def _char_kind(char: str) -> str | None:

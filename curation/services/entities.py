@@ -3,7 +3,11 @@
 An automatic link needs its similarity threshold *and* no identifier-like difference
 (`identifier_conflict`): "cluster prod-eu-1" and "cluster prod-eu-3" are as close as a
 typo to a trigram or an embedding, and are still two clusters. Anything short of a
-link becomes at most an open merge candidate for the reviewers, never an alias.
+link becomes at most an open merge candidate for the reviewers, never an alias. So
+are names made of the same words in another order (`word_order_conflict`):
+"stock-notify-queue" and "notify-stock-queue" are two queues. A structured record's
+subject carries its id in its source (`Identity`): found by it first, and never linked
+by name to an entity that holds another id of that source.
 Every alias records how it was linked and how close it was, so a link can be audited
 and undone (`alias_unlink`).
 """
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.contrib.postgres.search import TrigramDistance
 from django.db import transaction
@@ -20,12 +24,23 @@ from django.db.models import Q
 from pgvector.django import CosineDistance
 
 from curation.domain.errors import JudgeUnavailable
-from curation.domain.names import NameConflict, identifier_conflict, normalize_name
+from curation.domain.names import (
+    NameConflict,
+    identifier_conflict,
+    normalize_name,
+    word_order_conflict,
+)
 from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, EntityAlias, MergeCandidate
 from curation.ports import Embedder, EquivalenceJudge
 from curation.selectors import entity_survivor
+from curation.services.identities import (
+    Identity,
+    identities_held,
+    identity_attach,
+    identity_entity,
+)
 from curation.services.outbox import outbox_enqueue
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -53,7 +68,7 @@ class Resolution:
     """The entity a name resolved to, how, and the similarity that decided it."""
 
     entity: Entity
-    method: str  # exact | fuzzy | semantic | judge | new
+    method: str  # identity | exact | fuzzy | semantic | judge | new
     score: float | None = None
 
 
@@ -62,7 +77,7 @@ class _Match:
     """An existing alias near the name: how it was found, how close, what tells them apart."""
 
     alias: EntityAlias
-    method: str  # fuzzy | semantic
+    method: str  # exact (a name another id holds) | fuzzy | semantic
     score: float
     conflict: NameConflict | None
 
@@ -94,6 +109,11 @@ def _add_alias(entity: Entity, name: _Name, *, method: str, score: float | None 
     )  # fmt: skip
 
 
+def _conflict(name: str, alias: str) -> NameConflict | None:
+    """What keeps a look-alike from linking by itself: an identifier, or the word order."""
+    return identifier_conflict(name, alias) or word_order_conflict(name, alias)
+
+
 def _fuzzy(group_id: str, name: str, norm: str, entity_type: str) -> list[_Match]:
     """The nearest aliases by trigram distance that are at least candidates, nearest first."""
     # Ordered by distance and cut by LIMIT, so the GiST index answers it; the threshold
@@ -106,7 +126,7 @@ def _fuzzy(group_id: str, name: str, norm: str, entity_type: str) -> list[_Match
     )
     matches = [(row, 1.0 - float(row.distance)) for row in rows]
     return [
-        _Match(row, "fuzzy", score, identifier_conflict(name, row.alias))
+        _Match(row, "fuzzy", score, _conflict(name, row.alias))
         for row, score in matches
         if score >= FUZZY_CANDIDATE
     ]
@@ -125,7 +145,7 @@ def _semantic(
     )
     matches = [(row, 1.0 - float(row.distance)) for row in rows]
     return [
-        _Match(row, "semantic", score, identifier_conflict(name, row.alias))
+        _Match(row, "semantic", score, _conflict(name, row.alias))
         for row, score in matches
         if score >= SEMANTIC_CANDIDATE
     ]
@@ -189,39 +209,90 @@ def entity_resolve(
     entity_type: str = "thing",
     embedder: Embedder | None = None,
     judge: EquivalenceJudge | None = None,
+    identity: Identity | None = None,
 ) -> Resolution:
     """The entity `name` denotes in the group, creating it when nothing matches.
 
     A fuzzy or semantic match links only above its threshold and when the names differ
-    in no number, code or word (`identifier_conflict`). A judge may confirm a match in
-    the band below, never a blocked one. What does not link becomes at most an open
-    merge candidate for a reviewer (a false merge is worse than a missed one).
+    in no number, code or word (`identifier_conflict`) nor only in word order
+    (`word_order_conflict`). A judge may confirm a match in the band below, never a
+    blocked one. What does not link becomes at most an open merge candidate for a
+    reviewer (a false merge is worse than a missed one).
+
+    A subject with an `identity` (its id in a structured source) is first found by it,
+    whatever its name says now; by name it never lands on an entity that holds another
+    id of the same source (two ids are two things), and the entity it lands on holds the
+    identity from then on.
     """
     norm = normalize_name(name)
     if not norm:
         raise ValueError("an entity name cannot be empty")
-    exact = EntityAlias.objects.filter(group_id=group_id, alias_norm=norm).select_related("entity")
-    if found := exact.first():
-        return Resolution(canonical(found.entity), "exact", 1.0)
-    fuzzy = _fuzzy(group_id, name, norm, entity_type)
+    if identity is not None and (known := identity_entity(group_id=group_id, identity=identity)):
+        # A renamed item stays itself; its new name becomes an alias (if no other holds it).
+        _add_alias(known, _Name(name, norm), method="identity")
+        return Resolution(known, "identity", 1.0)
+    resolution = _resolve_name(
+        group_id, _Name(name, norm), entity_type, embedder=embedder, judge=judge, identity=identity
+    )
+    if identity is not None:
+        identity_attach(entity=resolution.entity, identity=identity)
+    return resolution
+
+
+def _resolve_name(
+    group_id: str,
+    name: _Name,
+    entity_type: str,
+    *,
+    embedder: Embedder | None,
+    judge: EquivalenceJudge | None,
+    identity: Identity | None,
+) -> Resolution:
+    """Exact, fuzzy, semantic, judge, else a new entity (`entity_resolve`'s name steps)."""
+    exact = EntityAlias.objects.filter(group_id=group_id, alias_norm=name.norm)
+    taken = [_Match(alias, "exact", 1.0, None) for alias in exact.select_related("entity")[:1]]
+    taken = _identified(taken, identity)
+    if taken and taken[0].conflict is None:
+        return Resolution(canonical(taken[0].alias.entity), "exact", 1.0)
+    fuzzy = _identified(_fuzzy(group_id, name.text, name.norm, entity_type), identity)
     if link := next((m for m in fuzzy if m.links(FUZZY_LINK)), None):
         # No vector: a spelling variant adds nothing the semantic step could use.
-        return _link(_Name(name, norm), link, canonical(link.alias.entity), method="fuzzy")
-    vector = embedder.embed([name])[0] if embedder else None
-    embedded = _Name(name, norm, vector, embedder.model if embedder else "")
-    semantic = _semantic(group_id, name, entity_type, vector, embedded.model) if vector else []
+        return _link(name, link, canonical(link.alias.entity), method="fuzzy")
+    vector = embedder.embed([name.text])[0] if embedder else None
+    embedded = _Name(name.text, name.norm, vector, embedder.model if embedder else "")
+    semantic = _semantic(group_id, name.text, entity_type, vector, embedded.model) if vector else []
+    semantic = _identified(semantic, identity)
     if link := next((m for m in semantic if m.links(SEMANTIC_LINK)), None):
         return _link(embedded, link, canonical(link.alias.entity), method="semantic")
-    nearest = _nearest([*fuzzy, *semantic])
-    confirmed, judged = _ask_judge(judge, name, entity_type, nearest)
+    # An exact name held by another id of the source comes first: the likeliest duplicate.
+    nearest = _nearest([*taken, *fuzzy, *semantic])
+    confirmed, judged = _ask_judge(judge, name.text, entity_type, nearest)
     if confirmed:
         return _link(embedded, *confirmed, method="judge")
     entity = Entity.objects.create(
-        group_id=group_id, canonical_name=name.strip(), entity_type=entity_type
+        group_id=group_id, canonical_name=name.text.strip(), entity_type=entity_type
     )
-    _add_alias(entity, embedded, method="new")
+    _add_alias(entity, embedded, method="new")  # not when the name is another's (taken)
     _propose_merges(entity, nearest, judged=judged)
     return Resolution(entity, "new")
+
+
+def _identified(matches: list[_Match], identity: Identity | None) -> list[_Match]:
+    """The matches, blocked where their entity holds another id of `identity`'s source:
+    two ids of one source are two things, however alike their names."""
+    if identity is None or not matches:
+        return matches
+    owners = {m.alias.entity_id: canonical(m.alias.entity).pk for m in matches}
+    held = identities_held(identity=identity, entity_ids={*owners, *owners.values()})
+    out = []
+    for match in matches:
+        entity_id = match.alias.entity_id
+        other = held.get(entity_id) or held.get(owners[entity_id])
+        if other is not None and match.conflict is None:
+            detail = f"{other} / {identity.external_id}"
+            match = replace(match, conflict=NameConflict("identity", detail))
+        out.append(match)
+    return out
 
 
 def _propose_merges(entity: Entity, nearest: list[tuple[_Match, Entity]], *, judged: bool) -> None:

@@ -23,9 +23,11 @@ from django.utils import timezone
 from opentelemetry import trace
 
 from curation.domain.errors import ConnectorError
+from curation.domain.extraction.structured import structured_subject
 from curation.domain.names import normalize_name
 from curation.domain.outbox import PROJECT_CLAIM
 from curation.domain.records import ExtractedClaim, FetchPage, RecordFailure, SourceRecord
+from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import ClaimStatus, Decision, Tier, decide
 from curation.domain.validtime import declared_validity
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
@@ -39,6 +41,7 @@ from curation.ports import (
 )
 from curation.services.claims import NewClaim, claim_record
 from curation.services.entities import entity_resolve
+from curation.services.identities import Identity
 from curation.services.outbox import outbox_enqueue
 from tenants import rls
 from tenants.domain.access import Principal
@@ -59,8 +62,9 @@ class IngestAdapters:
     contradiction: ContradictionJudge | None = None
 
 
-class EntityCache(dict[tuple[str, str, str], Entity]):
-    """Names already resolved in this run: (group id, normalised name, type) -> entity."""
+class EntityCache(dict[tuple[str, str, str, str], Entity]):
+    """Names already resolved in this run: (group id, normalised name, type, the subject's
+    id in the source or "") -> entity. Two items of one name and two ids are two entries."""
 
 
 @dataclass
@@ -128,11 +132,46 @@ def _decode(record: SourceRecord) -> str:
         raise RecordRejected(f"invalid UTF-8 at byte {error.start}") from None
 
 
+# Sources whose records are items with an id of their own (a CMDB item, a Jira issue):
+# a record's subject is that item, identified by the record's external id.
+IDENTIFIED_KINDS = frozenset({ConnectorKind.CMDB, ConnectorKind.JIRA})
+
+
+@dataclass(frozen=True)
+class _OwnItem:
+    """The item a structured record describes: its name and type as extracted, its id."""
+
+    name: str
+    entity_type: str
+    identity: Identity
+
+    def identity_of(self, claim: ExtractedClaim) -> Identity | None:
+        """The identity of the claim's subject if it is this item (not a linked issue)."""
+        same = (claim.subject, claim.subject_type) == (self.name, self.entity_type)
+        return self.identity if same else None
+
+
+def _own_item(source: Source, record: SourceRecord) -> _OwnItem | None:
+    """The item a structured source's record describes, or None (free text, no id)."""
+    if source.kind not in IDENTIFIED_KINDS or not record.external_id.strip():
+        return None
+    subject = structured_subject(record)
+    if subject is None:
+        return None
+    external_id = record.external_id[:EXTERNAL_ID_MAX]
+    return _OwnItem(*subject, Identity(source_id=source.pk, external_id=external_id))
+
+
 def _resolve(
-    source: Source, claim: ExtractedClaim, adapters: IngestAdapters, cache: EntityCache
+    source: Source,
+    claim: ExtractedClaim,
+    adapters: IngestAdapters,
+    cache: EntityCache,
+    own: _OwnItem | None = None,
 ) -> NewClaim:
-    def entity(name: str, entity_type: str) -> Entity:
-        key = (source.group_id, normalize_name(name), entity_type)
+    def entity(name: str, entity_type: str, identity: Identity | None = None) -> Entity:
+        by_id = identity.external_id if identity else ""
+        key = (source.group_id, normalize_name(name), entity_type, by_id)
         if key not in cache:
             # Documents are identified by their title exactly; fuzzy matching would
             # merge different documents with similar titles.
@@ -143,11 +182,15 @@ def _resolve(
                 entity_type=entity_type,
                 embedder=None if lexical_only else adapters.embedder,
                 judge=None if lexical_only else adapters.equivalence,
+                identity=identity,
             ).entity
         return cache[key]
 
+    # The record's own item is its subject by id; other names (objects, linked issues)
+    # resolve by name.
+    subject_identity = own.identity_of(claim) if own else None
     return NewClaim(
-        subject=entity(claim.subject, claim.subject_type),
+        subject=entity(claim.subject, claim.subject_type, subject_identity),
         predicate=claim.predicate,
         fact_text=claim.fact_text,
         confidence=claim.confidence,
@@ -216,6 +259,7 @@ def _process(
     counts: Counter[str] = Counter()
     cited: set[int] = set()
     now = timezone.now()
+    own = _own_item(source, record)
     claims_span = _tracer.start_as_current_span(
         "vera.ingest.claims", attributes={"vera.ingest.extracted": len(extracted)}
     )
@@ -226,7 +270,7 @@ def _process(
             claim = claim_record(
                 source=source,
                 episode=episode,
-                new=_resolve(source, item, adapters, cache),
+                new=_resolve(source, item, adapters, cache, own),
                 decision=_noted(decision, "; ".join(n for n in (item.validity_note, why) if n)),
                 valid_from=since,
                 valid_to=until,

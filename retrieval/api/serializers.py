@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from retrieval.domain.ranking import SIGNALS
+from retrieval.domain.understanding import Understanding
 from retrieval.models import Snapshot
 from retrieval.selectors import Citation, CitedHit, CitedResult, WeightsUsed
 
@@ -26,10 +27,16 @@ class CitationSerializer(serializers.Serializer[Citation]):
 
 
 class SignalsSerializer(serializers.Serializer[dict[str, float]]):
-    """The six stage-2 signals the hit was ranked by, each in [0, 1]."""
+    """The six stage-2 signals the hit was ranked by, each in [0, 1], and `understood`: 1
+    when the hit is a claim about an entity the question names, of the relation it asks
+    for (the third stage-1 list), else 0."""
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
-        return {name: serializers.FloatField(min_value=0, max_value=1) for name in SIGNALS}
+        fields: dict[str, serializers.Field[Any, Any, Any, Any]] = {
+            name: serializers.FloatField(min_value=0, max_value=1) for name in SIGNALS
+        }
+        fields["understood"] = serializers.FloatField(min_value=0, max_value=1, default=0.0)
+        return fields
 
 
 class SearchHitSerializer(serializers.Serializer[CitedHit]):
@@ -68,6 +75,27 @@ class WeightsUsedSerializer(serializers.Serializer[WeightsUsed]):
     weight_set_id = serializers.IntegerField(allow_null=True)
 
 
+class UnderstoodSerializer(serializers.Serializer[Understanding]):
+    """What the search read from the question before ranking."""
+
+    entities = serializers.ListField(
+        child=serializers.CharField(), help_text="the entities the question names"
+    )
+    mentions = serializers.ListField(
+        child=serializers.CharField(), help_text="the question's words that named them"
+    )
+    predicates = serializers.ListField(
+        child=serializers.CharField(), help_text="the relation the question asks for"
+    )
+    as_of = serializers.DateTimeField(
+        allow_null=True, help_text="a time the question states (used when none was given)"
+    )
+    time_text = serializers.CharField(help_text="the words that stated it")
+    scores = serializers.DictField(
+        child=serializers.FloatField(), help_text="the best relations' scores"
+    )
+
+
 class SearchResultSerializer(serializers.Serializer[CitedResult]):
     """A search's hits, best first."""
 
@@ -80,6 +108,7 @@ class SearchResultSerializer(serializers.Serializer[CitedResult]):
     )
     hits = SearchHitSerializer(many=True)
     weights = WeightsUsedSerializer(many=True, help_text="per workspace with a hit")
+    understood = UnderstoodSerializer()
 
 
 class StrictBooleanField(serializers.BooleanField):
@@ -136,6 +165,7 @@ class SnapshotSerializer(serializers.ModelSerializer[Snapshot]):
         model = Snapshot
         fields = [
             "id", "group_id", "name", "reason", "created_by", "created_at", "status",
-            "taken_at", "sealed_at", "checksum", "pins", "counts", "notes", "last_error",
+            "taken_at", "sealed_at", "checksum", "pins", "ontology_version", "counts", "notes",
+            "last_error",
         ]  # fmt: skip
         read_only_fields = fields

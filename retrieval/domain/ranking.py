@@ -20,7 +20,7 @@ RRF_K = 1
 # searched only by the ranker that sealed it (one that ranks differently could not
 # reproduce its answers). Raise it with any change to stage 1's SQL or fusion, the blend,
 # recency, feedback smoothing or stage 3's mixing.
-RANKER_VERSION = "2026.12.1"
+RANKER_VERSION = "2026.12.2"  # .2: the understood list, function words out of coverage
 
 
 class _Orderable(Hashable, Protocol):

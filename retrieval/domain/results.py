@@ -6,6 +6,8 @@ import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from retrieval.domain.understanding import Understanding
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -39,3 +41,4 @@ class Result:
     degraded: tuple[str, ...] = ()  # stage-1 halves that could not run ("vector")
     # Per workspace with a hit: (weight-set version, set id or None for the default).
     weights: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    understood: Understanding = field(default_factory=Understanding)  # what the question said

@@ -40,6 +40,7 @@ from curation.models import (
     Claim,
     Entity,
     EntityAlias,
+    EntityIdentity,
     Episode,
     Evidence,
     MergeCandidate,
@@ -211,6 +212,7 @@ def _delete(plan: Plan, *, source: Source | None) -> dict[str, Any]:
     orphans = _orphans(entities)
     MergeCandidate.objects.filter(Q(entity_id__in=orphans) | Q(candidate_id__in=orphans)).delete()
     EntityAlias.objects.filter(entity_id__in=orphans).delete()
+    EntityIdentity.objects.filter(Q(entity_id__in=orphans) | Q(source=source)).delete()
     counts["entities"] = Entity.objects.filter(pk__in=orphans).delete()[0]
     counts["episodes"] = Episode.objects.filter(pk__in=plan.episodes).delete()[0]
     if source is not None:

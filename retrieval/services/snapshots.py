@@ -35,7 +35,9 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
+from curation.domain.ontology import Ontology
 from curation.models import Claim, Evidence
+from curation.selectors import ontology_at, ontology_for
 from retrieval.domain import ranking
 from retrieval.domain.query import Query
 from retrieval.domain.results import Result
@@ -168,16 +170,22 @@ def snapshot_copy(snapshot_id: int, pinning: Pinning) -> Snapshot | None:
         )
     snapshot.taken_at = taken_at
     snapshot.pins = pins
+    snapshot.ontology_version = pins["predicates"]["ontology_version"]
     snapshot.counts = _counts(snapshot.pk)
     _seal(snapshot)
     # Not `generation`: the copy's own statements have moved it in the row.
-    snapshot.save(update_fields=["taken_at", "pins", "counts", "checksum", "status", "sealed_at"])
+    snapshot.save(
+        update_fields=[
+            "taken_at", "pins", "ontology_version", "counts", "checksum", "status", "sealed_at"
+        ]
+    )  # fmt: skip
     logger.info("snapshot %s of %s sealed: %s", snapshot.pk, group_id, snapshot.counts)
     return snapshot
 
 
 def _pins(group_id: str, pinning: Pinning) -> dict[str, Any]:
-    """The models, predicates, weights, fusion, reranker and ranker the snapshot ranks with."""
+    """The models, predicates (and the ontology's version), weights, fusion, reranker and
+    ranker the snapshot ranks with."""
     pin = GroupEmbedding.objects.filter(group_id=group_id).first()
     choice = weights_active([group_id]).get(group_id, ranking.DEFAULT_CHOICE)
     functional = settings.VERA_FUNCTIONAL_PREDICATES or DEFAULT_FUNCTIONAL_PREDICATES
@@ -197,6 +205,8 @@ def _pins(group_id: str, pinning: Pinning) -> dict[str, Any]:
         "predicates": {
             "functional": sorted(functional),
             "present": sorted(set(present)),
+            # What questions were understood with: read back by `snapshot_ontology`.
+            "ontology_version": ontology_for(group_id).version,
         },
         "weights": {
             "version": choice.version,
@@ -347,6 +357,12 @@ def checksum(snapshot: Snapshot) -> str:
             "taken_at": snapshot.taken_at.isoformat() if snapshot.taken_at else None,
             "pins": snapshot.pins,
             "counts": snapshot.counts,
+            # Only when pinned, so that snapshots sealed before it still verify.
+            **(
+                {"ontology_version": snapshot.ontology_version}
+                if snapshot.ontology_version is not None
+                else {}
+            ),
         },
         sort_keys=True,
         separators=(",", ":"),
@@ -386,6 +402,16 @@ def _verified(snapshot: Snapshot) -> bool:
     while len(_VERIFIED) > _VERIFIED_MAX:
         _VERIFIED.popitem(last=False)
     return True
+
+
+def snapshot_ontology(snapshot: Snapshot) -> Ontology:
+    """The workspace's ontology exactly as the snapshot pinned it (SnapshotRefused when it
+    pinned none, or the pinned version cannot be read)."""
+    version = snapshot.ontology_version
+    ontology = None if version is None else ontology_at(group_id=snapshot.group_id, version=version)
+    if ontology is None:
+        raise SnapshotRefused(f"snapshot {snapshot.pk} pinned no ontology that can be read")
+    return ontology
 
 
 # --- Searching one ---------------------------------------------------------------------
@@ -460,10 +486,11 @@ def snapshot_search(
     )
     if snapshot.taken_at is None:  # a sealed snapshot always has it
         raise SnapshotRefused(f"snapshot {snapshot.pk} has no instant; it cannot be searched")
+    ontology = snapshot_ontology(snapshot)  # questions are read as when it was sealed
     return pipeline.search(
         query=query, embedder=None, pinned=pinned, index=index, now=snapshot.taken_at,
         weights=choice, half_life_s=pins["half_life_s"], reranking=reranking, record=False,
-        fusion=pins["fusion"],
+        fusion=pins["fusion"], ontologies=lambda groups: dict.fromkeys(groups, ontology),
     )  # fmt: skip
 
 

@@ -168,6 +168,18 @@ def test_reviewer_finds_a_search_hit_on_first_make_run(make_run: Running, page: 
     expect(page.locator("ol.hits")).to_contain_text("payments-api runs on k8s-prod-2.")
 
 
+def test_a_plain_question_is_answered_first_in_the_portal_on_first_make_run(
+    make_run: Running, page: Page
+) -> None:
+    _sign_in(page, make_run.url)
+    page.goto(f"{make_run.url}/search/")
+    page.fill("input[name=q]", "what does billing-api run on")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("ol.hits > li").first).to_contain_text("billing-api runs on k8s-prod-1.")
+    expect(page.locator("#understood")).to_contain_text("billing-api")
+    expect(page.locator("#understood")).to_contain_text("RUNS_ON")
+
+
 def test_approval_reaches_search_through_the_running_workers(make_run: Running, page: Page) -> None:
     """The demo's workers are live: an approval is projected into the index by them."""
     fact = "the ledger-db is hosted in eu-west-1."

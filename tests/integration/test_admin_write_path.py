@@ -26,7 +26,17 @@ from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from curation.admin import SOURCE_SETTINGS
-from curation.models import Claim, Entity, Episode, MergeCandidate, OutboxPause, Source
+from curation.domain.ontology import PredicateSense
+from curation.models import (
+    Claim,
+    Entity,
+    Episode,
+    MergeCandidate,
+    OutboxPause,
+    Predicate,
+    Source,
+)
+from curation.services.ontology import ontology_predicate_set
 from curation.services.sources import source_create
 from curation.tasks import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
@@ -70,9 +80,10 @@ LIFECYCLE_SUFFIXES = ("_at",)
 # The one admin form that saves: Source settings go through source_create/source_update
 # (role, allow-lists, audit), proven below by their audit events.
 SAVED_BY_A_USE_CASE = {(Source, name) for name in SOURCE_SETTINGS}
-# Only a source can be added by hand, and only through source_create; golden queries are
-# configuration (their workspace is chosen once, among those the user administers).
-ADDABLE = {Source, GoldenQuery}
+# Only a source can be added by hand, and only through source_create, and a predicate's
+# sense only through ontology_predicate_set; golden queries are configuration (their
+# workspace is chosen once, among those the user administers).
+ADDABLE = {Source, Predicate, GoldenQuery}
 
 
 def is_lifecycle(field: models.Field) -> bool:
@@ -178,6 +189,10 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
         )  # fmt: skip
         _learning_loop(world, group_id)
         OutboxPause.objects.create(group_id=group_id, consumer="graph", reason="graph rebuild")
+        ontology_predicate_set(  # a predicate's own sense, and the ontology's version
+            actor=world.principal, group_id=group_id,
+            sense=PredicateSense(name="RUNS_ON", label="is served from", words=("served",)),
+        )  # fmt: skip
         snapshot = snapshot_take(actor=world.principal, group_id=group_id, name="audit")
         snapshot_copy(snapshot.pk, Pinning(catalog=retrieval_bootstrap.providers().embedders(),
                                            reranking=None, fusion={}))  # fmt: skip

@@ -26,9 +26,12 @@ from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from curation.domain.ontology import PredicateSense
 from curation.domain.outbox import Consumer
 from curation.models import Episode, OutboxPause
 from curation.services.entities import entity_resolve
+from curation.services.ontology import ontology_predicate_set
+from curation.services.sources import source_create
 from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.adapters.embedders.cached import CachedEmbedder
@@ -108,6 +111,14 @@ def _fill(tenant: Tenant, root: Path) -> None:
     source_id = markdown_source(tenant, root, tier=1)
     report = ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
     assert not report.error, report.error  # episodes, entities, aliases, claims, outbox
+    (root / "cmdb.csv").write_text("id,name,host\nCI001,billing-db,k8s-prod-1\n")
+    with rls.tenant_context(tenant.principal(tenant.admin)):
+        cmdb = source_create(
+            actor=tenant.principal(tenant.admin), group_id=tenant.workspace.group_id,
+            name="cmdb", kind="cmdb", config={"path": str(root / "cmdb.csv")}, trust_tier=1,
+        )  # fmt: skip
+    report = ingest_now(source_id=cmdb.pk, group_id=cmdb.group_id)
+    assert not report.error, report.error  # a structured item: its entity identity
     process_outbox()  # search documents, lexical postings and statistics, embedding pin
     principal = tenant.principal(tenant.admin)
     with rls.tenant_context(principal):  # provider usage, charged to the workspace
@@ -156,6 +167,11 @@ def _fill(tenant: Tenant, root: Path) -> None:
                 actor=principal, group_id=group_id, provider="e5", catalog=catalog, reason="t"
             )
             assert index_catch_up(group_id=group_id, catalog=catalog) > 0
+        # The workspace's own sense of a predicate, and the version of the ontology it made.
+        ontology_predicate_set(
+            actor=principal, group_id=group_id,
+            sense=PredicateSense(name="RUNS_ON", label="is served from", words=("served",)),
+        )  # fmt: skip
         # A knowledge snapshot: its documents and postings (copied in this transaction,
         # which the worker's build makes a repeatable-read one of its own).
         snapshot = snapshot_take(actor=principal, group_id=group_id, name="t")

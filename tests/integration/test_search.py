@@ -62,7 +62,7 @@ def test_search_returns_ranked_cited_hits_with_their_signals(
     top = body["hits"][0]
     assert top["predicate"] in {"RUNS_ON", "STATES"}
     assert "k8s-prod-1" in top["fact"]
-    assert set(top["signals"]) == SIGNALS
+    assert set(top["signals"]) == {*SIGNALS, "understood"}
     assert all(0.0 <= v <= 1.0 for v in top["signals"].values())
     assert top["citations"][0]["episode"] == "billing.md"
     assert [h["score"] for h in body["hits"]] == sorted(

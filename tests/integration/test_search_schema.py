@@ -29,7 +29,7 @@ def test_schema_documents_every_search_parameter_and_the_hit_shape(
     names = {parameter["name"] for parameter in operation["parameters"]}
     assert names == {"q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot"}
     components = schema["components"]["schemas"]
-    assert set(components["Signals"]["properties"]) == set(SIGNALS)
+    assert set(components["Signals"]["properties"]) == {*SIGNALS, "understood"}
     # How to authenticate: an API key or an OIDC access token, both bearer.
     schemes = schema["components"]["securitySchemes"]
     assert {schemes["apiKey"]["scheme"], schemes["oidc"]["scheme"]} == {"bearer"}
@@ -47,4 +47,4 @@ def test_a_real_response_has_exactly_the_documented_fields(
     assert set(body) == set(SearchResultSerializer().fields)
     for hit in body["hits"]:
         assert set(hit) == set(SearchHitSerializer().fields)
-        assert set(hit["signals"]) == set(SIGNALS)
+        assert set(hit["signals"]) == {*SIGNALS, "understood"}

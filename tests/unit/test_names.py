@@ -8,7 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES, normalize_name
+from curation.domain.names import (
+    DEFAULT_FUNCTIONAL_PREDICATES,
+    normalize_name,
+    word_order_conflict,
+)
 from curation.domain.records import PREDICATE_PATTERN
 
 # Latin (incl. Vietnamese, French, German), Greek and Cyrillic letters, with spaces.
@@ -131,3 +135,47 @@ def test_functional_predicates_are_upper_snake_when_listed() -> None:
 
 def test_runs_on_is_functional_when_using_defaults() -> None:
     assert "RUNS_ON" in DEFAULT_FUNCTIONAL_PREDICATES
+
+
+# --- the word-order rule ----------------------------------------------------------------
+
+
+def test_reordered_words_conflict_when_names_swap_two_words() -> None:
+    conflict = word_order_conflict("stock-notify-queue", "notify-stock-queue")
+    assert conflict is not None
+    assert conflict.kind == "order"
+
+
+def test_reordered_words_conflict_when_separators_and_case_differ() -> None:
+    assert word_order_conflict("Stock_Notify.Queue", "notify stock-queue") is not None
+
+
+def test_no_order_conflict_when_words_keep_their_order() -> None:
+    assert word_order_conflict("billing-api", "Billing API") is None
+
+
+def test_no_order_conflict_when_the_words_differ() -> None:
+    assert word_order_conflict("stock-notify-queue", "stock-alert-queue") is None
+
+
+def test_no_order_conflict_when_a_word_is_repeated_only_on_one_side() -> None:
+    assert word_order_conflict("queue-stock-queue", "stock-queue") is None
+
+
+def test_reordered_words_are_not_a_sibling_when_they_conflict() -> None:
+    conflict = word_order_conflict("eu-prod", "prod-eu")
+    assert conflict is not None
+    assert not conflict.sibling
+
+
+@given(st.lists(st.sampled_from(["stock", "notify", "queue", "api", "eu"]), max_size=5))
+def test_order_conflict_is_symmetric_when_given_any_words(words: list[str]) -> None:
+    a, b = "-".join(words), " ".join(reversed(words))
+    assert (word_order_conflict(a, b) is None) == (word_order_conflict(b, a) is None)
+
+
+@given(st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=4), min_size=2, max_size=5))
+def test_reversed_distinct_words_conflict_when_the_order_changes(words: list[str]) -> None:
+    reordered = list(reversed(words))
+    conflict = word_order_conflict("-".join(words), "_".join(reordered))
+    assert (conflict is not None) == (reordered != words)

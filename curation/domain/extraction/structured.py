@@ -24,6 +24,24 @@ DEFAULT_CMDB_MAPPING: Mapping[str, str] = {
     "version": "HAS_VERSION",
     "language": "WRITTEN_IN",
 }
+
+
+def cmdb_mapping(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The CMDB mapping a source uses: its own columns merged over the defaults.
+
+    Columns are case-insensitive and trimmed; a column mapped to "" is dropped (a default
+    column the source does not want read, such as a `team` that is not the owner).
+    """
+    merged = {key.strip().lower(): predicate for key, predicate in DEFAULT_CMDB_MAPPING.items()}
+    for key, predicate in (overrides or {}).items():
+        column = key.strip().lower()
+        if predicate:
+            merged[column] = predicate
+        else:
+            merged.pop(column, None)
+    return merged
+
+
 # Fields whose values are values, not names of things (a HAS_* predicate is one too).
 LITERAL_FIELDS = frozenset(
     {"status", "state", "version", "lifecycle", "operational_status", "ip_address"}
@@ -179,11 +197,34 @@ def _link_claim(key: str, link: Any) -> ExtractedClaim | None:
     return _structured_claim((subject, "issue"), predicate, (obj, "issue"), literal=False)
 
 
-def _jira_claims(fields: Mapping[str, Any]) -> Iterator[ExtractedClaim]:
+def _jira_key(fields: Mapping[str, Any]) -> str | None:
     keys = _values(fields["key"], split=False)
-    if not keys:
+    return keys[0] if keys else None
+
+
+def _ci_subject(record: SourceRecord, fields: Mapping[str, Any]) -> tuple[str, str]:
+    """(name, type) of a configuration item: its name (else its id, else the record's)."""
+    names = [value for key in _CI_NAME_KEYS for value in _values(fields.get(key), split=False)]
+    subject = names[0] if names else record.title.strip() or record.external_id
+    types = [value for key in _CI_TYPE_KEYS for value in _values(fields.get(key), split=False)]
+    return subject, "_".join(types[0].lower().split()) if types else "configuration_item"
+
+
+def structured_subject(record: SourceRecord) -> tuple[str, str] | None:
+    """(name, type) of the item a structured record describes, as its claims name it:
+    the Jira issue by its key, else the configuration item; None without fields."""
+    jira = _jira_fields(record.fields)
+    if jira is not None:
+        key = _jira_key(jira)
+        return None if key is None else (key, "issue")
+    fields = _lower_keys(record.fields)
+    return _ci_subject(record, fields) if fields else None
+
+
+def _jira_claims(fields: Mapping[str, Any]) -> Iterator[ExtractedClaim]:
+    key = _jira_key(fields)
+    if key is None:
         return
-    key = keys[0]
     for name, (predicate, object_type, literal) in _JIRA_FIELDS.items():
         for value in _values(fields.get(name), split=False):
             obj = (value, object_type)
@@ -198,7 +239,8 @@ class StructuredExtractor:
     """Extractor for structured records: CMDB configuration items and Jira issues.
 
     `mapping` (field -> predicate, keys case-insensitive) replaces the default CMDB
-    mapping; Jira issues (fields with "key" and "issuetype") use fixed Jira rules.
+    mapping (`cmdb_mapping` merges a source's own columns over it); Jira issues (fields
+    with "key" and "issuetype") use fixed Jira rules.
     """
 
     def __init__(
@@ -249,10 +291,7 @@ class StructuredExtractor:
     def _ci_claims(self, record: SourceRecord, fields: dict[str, Any]) -> Iterator[ExtractedClaim]:
         if not fields:
             return
-        names = [value for key in _CI_NAME_KEYS for value in _values(fields.get(key), split=False)]
-        subject = names[0] if names else record.title.strip() or record.external_id
-        types = [value for key in _CI_TYPE_KEYS for value in _values(fields.get(key), split=False)]
-        subject_type = "_".join(types[0].lower().split()) if types else "configuration_item"
+        subject, subject_type = _ci_subject(record, fields)
         for key, value in fields.items():
             predicate = self.mapping.get(key)
             if predicate is None:

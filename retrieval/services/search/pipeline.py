@@ -14,9 +14,9 @@ import datetime as dt
 import logging
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from django.db import transaction
@@ -27,16 +27,27 @@ from retrieval.domain import ranking
 from retrieval.domain.fusion import ListWeights, list_weights
 from retrieval.domain.query import Query
 from retrieval.domain.results import Hit, Result, Stage3
+from retrieval.domain.understanding import Understanding
 from retrieval.models import SearchHit
 from retrieval.ports import EmbedderCatalog, RerankerError, Reranking
 from retrieval.selectors import weights_active
 from retrieval.services.embedding import visible_companions, visible_providers
 from retrieval.services.search import sql
 from retrieval.services.search.timing import Stopwatch
+from retrieval.services.search.understanding import (
+    OntologyReader,
+    default_ontologies,
+    understand,
+    with_meaning,
+)
 
 logger = logging.getLogger(__name__)
 
 STAGE1_DEPTH = 50
+# The understood list's weight in the fusion (the others' is 1.0): a claim about the
+# entity the question names, of the relation it asks for, comes first unless both other
+# lists put another at their top (VERA_SEARCH__FUSION_WEIGHTS `understood=` changes it).
+UNDERSTOOD_WEIGHT = 2.0
 
 # One embedder for every workspace, or the offered models, each workspace its own.
 Embedders = Embedder | EmbedderCatalog
@@ -52,6 +63,15 @@ class Index(Protocol):
     def fulltext(self, query: Query, where: str, params: list[Any], depth: int) -> list[int]: ...
 
     def term_coverage(self, text: str) -> float: ...
+
+    def understood(
+        self,
+        names: Sequence[str],
+        predicates: Sequence[str],
+        where: str,
+        params: list[Any],
+        depth: int,
+    ) -> list[int]: ...
 
     def vector(
         self,
@@ -84,6 +104,7 @@ class Lists:
     dense_scores: list[float]
     coverage: float = 1.0  # the share of the query's words the index knows
     languages: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    understanding: Understanding = field(default_factory=Understanding)
 
 
 def stage1(
@@ -121,11 +142,14 @@ def stage1_lists(
     watch: Stopwatch | None = None,
     index: Index = sql,
     pinned: Pinned | None = None,
+    understanding: Understanding | None = None,
 ) -> Lists:
     """`stage1`, with the vector lists' cosine similarities (for `fuse`).
 
     `index` is what is searched (the live index unless a snapshot); `pinned`, when
-    given, names the query embedders instead of `embedder`.
+    given, names the query embedders instead of `embedder`. With an `understanding`
+    that names entities, a third list holds their claims of the relation asked for
+    ("understood"; the relation is scored again with the query's embedding first).
     """
     watch = watch or Stopwatch()
     where, params = sql.where_clause(query)
@@ -165,7 +189,18 @@ def stage1_lists(
         rankings[name] = [claim_id for claim_id, _ in nearest]
         languages[name] = getattr(each, "languages", None)
         scores += [score for _, score in nearest]
-    return Lists(rankings=rankings, dense_scores=scores, coverage=coverage, languages=languages)
+        if understanding is not None and not companion and understanding.entities:
+            understanding = with_meaning(understanding, vector, each)
+    found = understanding or Understanding()
+    if found.entities:
+        with watch.step("understood"):
+            rankings["understood"] = index.understood(
+                found.entities, found.predicates, where, params, depth
+            )
+    return Lists(
+        rankings=rankings, dense_scores=scores, coverage=coverage, languages=languages,
+        understanding=found,
+    )  # fmt: skip
 
 
 def is_vector(name: str) -> bool:
@@ -192,6 +227,8 @@ def fuse(
     base = base or {}
     vectors = [name for name in lists.rankings if is_vector(name)]
     weights = {"fulltext": base.get("fulltext", 1.0)}
+    if "understood" in lists.rankings:
+        weights["understood"] = base.get("understood", UNDERSTOOD_WEIGHT)
     reasons = []
     for name in vectors or [""]:
         languages = lists.languages.get(name, getattr(embedder, "languages", None))
@@ -211,7 +248,7 @@ def fuse(
     kept = {
         name: ids
         for name, ids in lists.rankings.items()
-        if weights.get(name, 1.0) > 0 or len(lists.rankings) == 1
+        if ids and (weights.get(name, 1.0) > 0 or len(lists.rankings) == 1)
     }
     if not kept:  # every vector list sat out and full text with them: never both
         kept = dict(lists.rankings)
@@ -295,6 +332,7 @@ def search(
     fusion: Mapping[str, float] | None = None,
     index: Index = sql,
     pinned: Pinned | None = None,
+    ontologies: OntologyReader = default_ontologies,
 ) -> Result:
     """Rank, cite and log: every returned hit's signal vector is stored for calibration.
 
@@ -303,10 +341,17 @@ def search(
     `record` False nothing is logged (golden-set evaluation must not become feedback
     samples) and the hits carry no hit id. `fusion` weighs stage 1's lists by name
     (`fulltext`, `vector`) in weighted RRF; a list it does not name counts 1.0.
-    `index` and `pinned` search a sealed snapshot (`retrieval.services.snapshots`).
+    `index` and `pinned` search a sealed snapshot (`retrieval.services.snapshots`), and
+    `ontologies` then reads the ontology it pinned.
     """
     watch = Stopwatch()
-    lists = stage1_lists(query, embedder=embedder, watch=watch, index=index, pinned=pinned)
+    with watch.step("understand"):
+        found = understand(query.text, ontologies=ontologies)
+    if found.as_of is not None and query.as_of is None:  # "as of March 2022" in the words
+        query = replace(query, as_of=found.as_of)
+    lists = stage1_lists(
+        query, embedder=embedder, watch=watch, index=index, pinned=pinned, understanding=found
+    )
     rankings = lists.rankings
     with watch.step("blend"):
         fused, _ = fuse(query, lists, embedder=embedder, base=fusion)
@@ -320,7 +365,13 @@ def search(
             now=now,
             half_life_s=half_life_s,
         )
-    signals = {claim_id: row_signals for claim_id, _, row_signals in ranked}
+    # The six signals, and whether the hit is what the question asked for (reported and
+    # logged beside them, so the understood list's weight can be learnt from votes).
+    matched = set(rankings.get("understood", ()))
+    signals = {
+        claim_id: {**row_signals.as_dict(), "understood": float(claim_id in matched)}
+        for claim_id, _, row_signals in ranked
+    }
     final = [(claim_id, score) for claim_id, score, _ in ranked]
     ce: dict[int, float] = {}
     stage3 = Stage3.OFF
@@ -346,7 +397,7 @@ def search(
             hit_id=hit_ids[claim_id],
             claim_id=claim_id,
             score=score,
-            signals=signals[claim_id].as_dict(),
+            signals=signals[claim_id],
             stage1={name: where.get(claim_id) for name, where in positions.items()},
             rerank=ce.get(claim_id),
             weight_version=choice[claim_id].version,
@@ -363,6 +414,7 @@ def search(
         timings=watch.ms,
         degraded=degraded,
         weights={group: (c.version, c.set_id) for group, c in sorted(used.items())},
+        understood=lists.understanding,
     )
 
 
@@ -371,7 +423,7 @@ def _log(
     query_id: uuid.UUID,
     final: list[tuple[int, float]],
     docs: dict[int, sql.Candidate],
-    signals: dict[int, ranking.Signals],
+    signals: dict[int, dict[str, float]],
     choice: dict[int, ranking.WeightChoice],
     user_id: int | None,
 ) -> list[SearchHit]:
@@ -384,7 +436,7 @@ def _log(
             claim_id=claim_id,
             rank=position,
             score=score,
-            signals=signals[claim_id].as_dict(),
+            signals=signals[claim_id],
             weight_set_id=choice[claim_id].set_id,
             weight_version=choice[claim_id].version,
             user_id=user_id,

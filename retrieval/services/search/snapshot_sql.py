@@ -17,8 +17,9 @@ from django.db import connection
 from django.db.models import Value
 
 from retrieval.domain import lexical
+from retrieval.domain.understanding import FUNCTION_WORDS
 from retrieval.models import SnapshotDocument
-from retrieval.services.search.sql import LEXEMES, Candidate, vector_literal
+from retrieval.services.search.sql import LEXEMES, QUERY_WORDS, Candidate, vector_literal
 
 
 @dataclass(frozen=True)
@@ -75,12 +76,38 @@ class SnapshotIndex:
                     SELECT 1 FROM retrieval_snapshotterm s
                     WHERE s.snapshot_id = %s AND s.term = q.word
                 ))
-                FROM (SELECT DISTINCT word FROM unnest({LEXEMES}) AS word) q
+                FROM ({QUERY_WORDS}) q
                 """,  # noqa: S608 - a fixed fragment; values are parameters
-                [self.snapshot_id, text, lexical.PUNCTUATION],
+                [self.snapshot_id, text, lexical.PUNCTUATION, sorted(FUNCTION_WORDS)],
             )
             terms, known = cursor.fetchone()
         return known / terms if terms else 1.0
+
+    def understood(
+        self,
+        names: Sequence[str],
+        predicates: Sequence[str],
+        where: str,
+        params: list[Any],
+        depth: int,
+    ) -> list[int]:
+        """`sql.understood` over the snapshot's documents."""
+        relation = "AND d.predicate = ANY(%s)" if predicates else ""
+        values: list[Any] = [self.snapshot_id, [name.casefold() for name in names]]
+        if predicates:
+            values.append(list(predicates))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                SELECT d.claim_id FROM retrieval_snapshotdocument d
+                WHERE d.snapshot_id = %s AND lower(d.subject_name) = ANY(%s) {relation}
+                    AND {where}
+                ORDER BY d.authority DESC, d.valid_from DESC, d.claim_id
+                LIMIT %s
+                """,  # noqa: S608 - fixed fragments; values are parameters
+                [*values, *params, depth],
+            )
+            return [row[0] for row in cursor.fetchall()]
 
     def vector(
         self,

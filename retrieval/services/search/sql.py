@@ -16,6 +16,7 @@ from django.db.models import Value
 from curation.domain.validity import EVER_VALID, VALID_NOW
 from retrieval.domain import lexical
 from retrieval.domain.query import Query
+from retrieval.domain.understanding import FUNCTION_WORDS
 from retrieval.models import INDEXED_DIMENSIONS, SearchDocument
 
 # The postings each query term reads (its best by impact) to find the candidates, which
@@ -160,12 +161,21 @@ def fulltext(query: Query, where: str, params: list[Any], depth: int) -> list[in
     return [claim_id for claim_id, _ in lexical_scores(query, where, params, depth)]
 
 
-def term_coverage(text: str) -> float:
-    """The share of the query's distinct lexemes that occur in any document the caller sees.
+# The query's distinct lexemes less its function words ("what", "does": a fact store
+# never holds them, and a plain question must not lose its lexical list for them).
+QUERY_WORDS = f"""
+    SELECT DISTINCT word FROM unnest({LEXEMES}) AS word WHERE word <> ALL(%s::text[])
+"""  # noqa: S608 - a fixed fragment; values are parameters
 
-    1.0 for a query without lexemes. An English question over Vietnamese paragraphs
-    knows few of its words (XQuAD: median 0.35), a query in the corpus's language
-    most (SciFact, XQuAD vi: 0.75 or more for 99 in 100 queries).
+
+def term_coverage(text: str) -> float:
+    """The share of the query's distinct lexemes, function words aside, that occur in any
+    document the caller sees.
+
+    1.0 for a query without such lexemes. An English question over Vietnamese
+    paragraphs knows few of its words (XQuAD: median 0.25 without function words), a
+    query in the corpus's language most (SciFact, XQuAD vi: 0.75 or more for 99 in 100
+    queries); a plain English question over English facts, all but none.
     """
     with connection.cursor() as cursor:
         cursor.execute(
@@ -173,12 +183,34 @@ def term_coverage(text: str) -> float:
             SELECT count(*), count(*) FILTER (WHERE EXISTS (
                 SELECT 1 FROM retrieval_lexicaltermstat s WHERE s.term = q.word AND s.df > 0
             ))
-            FROM (SELECT DISTINCT word FROM unnest({LEXEMES}) AS word) q
+            FROM ({QUERY_WORDS}) q
             """,  # noqa: S608 - a fixed fragment; values are parameters
-            [text, lexical.PUNCTUATION],
+            [text, lexical.PUNCTUATION, sorted(FUNCTION_WORDS)],
         )
         terms, known = cursor.fetchone()
     return known / terms if terms else 1.0
+
+
+def understood(
+    names: Sequence[str], predicates: Sequence[str], where: str, params: list[Any], depth: int
+) -> list[int]:
+    """The claims (that pass the filters) about the named entities and, when a relation was
+    understood, of that relation: the most authoritative first, then the latest."""
+    relation = "AND d.predicate = ANY(%s)" if predicates else ""
+    values: list[Any] = [[name.casefold() for name in names]]
+    if predicates:
+        values.append(list(predicates))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT d.claim_id FROM retrieval_searchdocument d
+            WHERE lower(d.subject_name) = ANY(%s) {relation} AND {where}
+            ORDER BY d.authority DESC, d.valid_from DESC, d.claim_id
+            LIMIT %s
+            """,  # noqa: S608 - fixed fragments; values are parameters
+            [*values, *params, depth],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 def vector_literal(embedding: Sequence[float]) -> tuple[int, str]:

@@ -1,0 +1,345 @@
+"""Does the first hit answer a plain question? VERA, BM25 and dense-only, per relation.
+
+    .venv/bin/python -m bench.questions [--services 300] [--seed 7]
+        [--questions-per-relation 100] [--phrasings default|heldout]
+        [--embedder minilm|hashing|e5] [--reuse] [--out figures.json]
+
+An estate generated from the seed (`bench/estate.py`: services with hosts, owners,
+dependencies, versions, regions, languages, environments; near-identical and
+reordered names among them) is written as a CMDB export (tier 1) and prose runbooks
+for half of the services (tier 2), ingested through the real connectors and
+`ingest_now`, and indexed by draining the outbox. Then operator questions ("where
+does X run", "who owns X", ...) are asked, each relation in several phrasings;
+`--phrasings heldout` asks the same (service, relation) pairs in a second, disjoint
+set of phrasings, to check that nothing is tuned to the wording.
+
+A hit is right when its claim is published, its subject is the asked service (by the
+entity's canonical name or an alias), its predicate the relation asked for, and its
+object one of the estate's values (any dependency for DEPENDS_ON), names compared
+normalised. Three systems rank the same index in the same run: VERA (`search`, as
+the REST API calls it, not recorded), BM25 (stage 1's full-text list alone) and
+dense-only (its vector list alone). Prints hit@1, hit@3 and MRR@10 per relation and
+overall, and VERA's p50/p95 search latency. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import analyze, setup_django
+from bench.estate import Estate, Service
+
+# Question forms per relation; `{s}` is the service. The held-out set shares no form
+# with the default set (nor with the ontology's question forms).
+PHRASINGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "default": {
+        "RUNS_ON": ("where does {s} run", "what does {s} run on", "which host is {s} on",
+                    "{s} runs where?", "which server runs {s}"),
+        "OWNED_BY": ("who owns {s}", "which team owns {s}", "{s} owner",
+                     "who is responsible for {s}?"),
+        "DEPENDS_ON": ("what does {s} depend on", "{s} dependencies",
+                       "which services does {s} need", "what are the upstreams of {s}?"),
+        "HAS_VERSION": ("which version is {s}", "what version of {s} is running",
+                        "{s} version", "what release is {s} on?"),
+        "HOSTED_IN": ("which region is {s} in", "where is {s} hosted", "{s} region",
+                      "what region hosts {s}?"),
+        "WRITTEN_IN": ("what language is {s} written in", "which language is {s} in",
+                       "{s} programming language", "what is {s} implemented in?"),
+        "DEPLOYED_TO": ("which environment is {s} deployed to", "{s} environment",
+                        "what environment does {s} use", "is {s} in production or staging?"),
+    },
+    "heldout": {
+        "RUNS_ON": ("on which machine is {s} running", "{s} host",
+                    "tell me the node {s} is scheduled on", "what box hosts {s}?"),
+        "OWNED_BY": ("which team should I contact about {s}", "whose service is {s}",
+                     "owning team of {s}", "{s} belongs to which team?"),
+        "DEPENDS_ON": ("list the dependencies of {s}", "{s} relies on what?",
+                       "what must be up for {s} to work", "upstream services of {s}"),
+        "HAS_VERSION": ("current build of {s}", "which release of {s} is deployed right now",
+                        "what's the latest deployed tag for {s}", "{s} is at what version?"),
+        "HOSTED_IN": ("in which AWS region does {s} live", "{s} data centre location",
+                      "which cloud region serves {s}", "where geographically is {s}?"),
+        "WRITTEN_IN": ("what stack is {s} coded in", "which programming language does {s} use",
+                       "{s} source code language?", "what was {s} built with"),
+        "DEPLOYED_TO": ("what env is {s} deployed in", "{s} deployment environment?",
+                        "which stage does {s} run in", "which tier of environments holds {s}"),
+    },
+}  # fmt: skip
+SYSTEMS = ("VERA", "BM25", "dense")
+CUTOFF = 10
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question about one service, with its gold (subject, predicate, objects)."""
+
+    text: str
+    form: str
+    service: str
+    predicate: str
+    gold: frozenset[str]
+    runbook: bool
+
+
+@dataclass(frozen=True)
+class ClaimFact:
+    """A published claim as the judge reads it: normalised names of subject and object."""
+
+    subjects: frozenset[str]
+    predicate: str
+    objects: frozenset[str]
+
+
+def questions(estate: Estate, *, per_relation: int, phrasings: str) -> list[Question]:
+    """`per_relation` questions per relation; the same services whatever the phrasing set."""
+    from curation.domain.names import normalize_name
+
+    out = []
+    for predicate, forms in PHRASINGS[phrasings].items():
+        rng = random.Random(f"{estate.seed}:questions:{predicate}")  # noqa: S311
+        pool = list(estate.services)
+        rng.shuffle(pool)
+        chosen: Sequence[Service] = [pool[i % len(pool)] for i in range(per_relation)]
+        for index, service in enumerate(chosen):
+            form = forms[index % len(forms)]
+            gold = frozenset(normalize_name(o) for o in service.objects(predicate))
+            out.append(Question(form.format(s=service.name), form, service.name, predicate,
+                                gold, service.runbook))  # fmt: skip
+    return out
+
+
+def ingest(estate: Estate, *, reuse: bool) -> tuple[str, float]:
+    """The workspace holding the estate (CMDB tier 1, runbooks tier 2), indexed; seconds."""
+    from curation.services.sources import source_create
+    from curation.tasks import ingest_now, process_outbox
+    from tenants import rls
+    from tenants.domain.scopes import ScopeKind
+    from tenants.models import Scope
+    from tenants.selectors import principal_system
+    from tenants.services.scopes import scope_create
+
+    name = f"Questions {estate.seed}/{len(estate.services)}"
+    if reuse and (existing := Scope.objects.filter(name=name).first()) is not None:
+        return existing.group_id, 0.0
+    folder = Path(tempfile.gettempdir()) / f"vera-bench-questions-{estate.seed}"
+    cmdb, runbooks = estate.write(folder)
+    org = scope_create(kind=ScopeKind.ORGANISATION, name=f"{name} Org")
+    workspace = scope_create(kind=ScopeKind.WORKSPACE, name=name, parent_id=org.pk)
+    principal = principal_system("bench", group_ids=[workspace.group_id])
+    with rls.tenant_context(principal):
+        sources = [
+            source_create(actor=principal, group_id=workspace.group_id, name="cmdb",
+                          kind="cmdb", config={"path": str(cmdb)}, trust_tier=1),
+            source_create(actor=principal, group_id=workspace.group_id, name="runbooks",
+                          kind="markdown", config={"root": str(runbooks)}, trust_tier=2),
+        ]  # fmt: skip
+    started = time.perf_counter()
+    for source in sources:  # the CMDB first: prose names then link to its entities
+        report = ingest_now(source_id=source.pk, group_id=workspace.group_id)
+        print(f"ingested {source.name:<9} {report.new} records, claims {dict(report.claims)}")
+    while process_outbox():
+        pass
+    return workspace.group_id, time.perf_counter() - started
+
+
+def claim_facts(predicates: set[str]) -> dict[int, ClaimFact]:
+    """Every published claim of the asked predicates, by id (under the caller's tenant)."""
+    from curation.domain.names import normalize_name
+    from curation.domain.tiers import ClaimStatus
+    from curation.models import Claim, Entity, EntityAlias
+
+    names: dict[int, set[str]] = defaultdict(set)
+    for pk, canonical in Entity.objects.values_list("pk", "canonical_name"):
+        names[pk].add(normalize_name(canonical))
+    for entity_id, alias_norm in EntityAlias.objects.values_list("entity_id", "alias_norm"):
+        names[entity_id].add(alias_norm)
+    rows = Claim.objects.filter(status=ClaimStatus.PUBLISHED, predicate__in=predicates)
+    facts = {}
+    for pk, subject, predicate, obj, literal in rows.values_list(
+        "pk", "subject_id", "predicate", "object_entity_id", "object_literal"
+    ):
+        objects = names[obj] if obj is not None else {normalize_name(literal or "")}
+        facts[pk] = ClaimFact(frozenset(names[subject]), predicate, frozenset(objects))
+    return facts
+
+
+def right(fact: ClaimFact | None, question: Question) -> bool:
+    """Whether a hit's claim answers the question."""
+    return (
+        fact is not None
+        and question.predicate == fact.predicate
+        and _norm(question.service) in fact.subjects
+        and bool(fact.objects & question.gold)
+    )
+
+
+def _norm(name: str) -> str:
+    from curation.domain.names import normalize_name
+
+    return normalize_name(name)
+
+
+def rank_of_first(ids: Sequence[int], facts: dict[int, ClaimFact], question: Question) -> int:
+    """The 1-based rank of the first right hit in the top CUTOFF, 0 when none."""
+    return next((i for i, c in enumerate(ids[:CUTOFF], 1) if right(facts.get(c), question)), 0)
+
+
+def ask(group_id: str, asked: list[Question]) -> tuple[dict[str, list[int]], list[float]]:
+    """The first right rank of each question per system (and "answerable": 1 when a
+    published claim holds its gold), and VERA's search latencies in ms."""
+    from django.utils import timezone
+
+    from retrieval import bootstrap
+    from retrieval.domain.query import Query
+    from retrieval.services.search import pipeline
+    from tenants import rls
+    from tenants.selectors import principal_system
+
+    providers = bootstrap.providers()
+    seam = {"embedder": providers.embedders(), "reranking": providers.reranking(),
+            "fusion": providers.fusion()}  # fmt: skip
+    ranks: dict[str, list[int]] = {system: [] for system in SYSTEMS}
+    latencies: list[float] = []
+    with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
+        facts = claim_facts({q.predicate for q in asked})
+        pipeline.search(query=Query(text="warm up", k=CUTOFF), now=timezone.now(),
+                        record=False, **seam)  # fmt: skip
+        for question in asked:
+            query = Query(text=question.text, k=CUTOFF)
+            started = time.perf_counter()
+            result = pipeline.search(query=query, now=timezone.now(), record=False, **seam)
+            latencies.append((time.perf_counter() - started) * 1000)
+            lists = pipeline.stage1_lists(query, embedder=seam["embedder"]).rankings
+            ranked = {"VERA": [hit.claim_id for hit in result.hits],
+                      "BM25": lists["fulltext"], "dense": lists.get("vector", [])}  # fmt: skip
+            for system, ids in ranked.items():
+                ranks[system].append(rank_of_first(ids, facts, question))
+        answerable = [any(right(f, q) for f in facts.values()) for q in asked]
+    ranks["answerable"] = [int(a) for a in answerable]
+    return ranks, latencies
+
+
+def scores(ranks: Sequence[int]) -> dict[str, float]:
+    """hit@1, hit@3 and MRR@10 of first-right ranks (0: none in the top 10)."""
+    n = len(ranks) or 1
+    return {
+        "n": len(ranks),
+        "hit@1": sum(r == 1 for r in ranks) / n,
+        "hit@3": sum(0 < r <= 3 for r in ranks) / n,
+        "mrr@10": sum(1 / r for r in ranks if r) / n,
+    }
+
+
+def figures(asked: list[Question], ranks: dict[str, list[int]]) -> dict[str, Any]:
+    """Scores per system, by relation, overall, by source kind and by question form."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, question in enumerate(asked):
+        for key in (question.predicate, "overall",
+                    "with runbook" if question.runbook else "CMDB only",
+                    f"form: {question.form}"):  # fmt: skip
+            groups[key].append(index)
+    out: dict[str, Any] = {}
+    for system in SYSTEMS:
+        out[system] = {
+            key: scores([ranks[system][i] for i in indexes]) for key, indexes in groups.items()
+        }
+    out["answerable"] = {
+        key: sum(ranks["answerable"][i] for i in indexes) for key, indexes in groups.items()
+    }
+    return out
+
+
+def merged_services(estate: Estate) -> list[str]:
+    """Estate services whose names ended up on one entity with another service's name."""
+    from curation.models import EntityAlias
+
+    services = {_norm(s.name) for s in estate.services}
+    on_entity: dict[int, set[str]] = defaultdict(set)
+    for entity_id, alias in EntityAlias.objects.values_list("entity_id", "alias_norm"):
+        if alias in services:
+            on_entity[entity_id].add(alias)
+    return sorted(" ~ ".join(sorted(names)) for names in on_entity.values() if len(names) > 1)
+
+
+def report(table: dict[str, Any], latencies: list[float]) -> None:
+    """The compact table: one row per relation (and overall), three systems side by side."""
+    head = "".join(f" | {s:<5} h@1   h@3   MRR " for s in SYSTEMS)
+    print(f"\n{'relation':<13}{'n':>4} {'gold':>4}{head}")
+    relations = [k for k in table["VERA"] if k.isupper()]
+    rows = [k for k in (*relations, "overall", "CMDB only", "with runbook") if k in table["VERA"]]
+    for key in rows:
+        cells = "".join(
+            f" |      {table[s][key]['hit@1']:.2f}  {table[s][key]['hit@3']:.2f}  "
+            f"{table[s][key]['mrr@10']:.2f}"
+            for s in SYSTEMS
+        )
+        print(f"{key:<13}{table['VERA'][key]['n']:>4} {table['answerable'][key]:>4}{cells}")
+    p50 = statistics.median(latencies)
+    p95 = statistics.quantiles(latencies, n=20)[-1] if len(latencies) > 1 else p50
+    print(f"\nVERA search latency: p50 {p50:.1f} ms, p95 {p95:.1f} ms ({len(latencies)} searches)")
+    forms = sorted((k for k in table["VERA"] if k.startswith("form: ")),
+                   key=lambda k: table["VERA"][k]["hit@1"])  # fmt: skip
+    print(
+        "VERA's weakest forms (hit@1): "
+        + "; ".join(
+            f"{k.removeprefix('form: ')!r} {table['VERA'][k]['hit@1']:.2f}" for k in forms[:4]
+        )
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--services", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--questions-per-relation", type=int, default=100)
+    parser.add_argument("--phrasings", choices=sorted(PHRASINGS), default="default")
+    parser.add_argument("--embedder", choices=["minilm", "hashing", "e5"], default="minilm")
+    parser.add_argument("--reuse", action="store_true", help="keep an earlier run's estate")
+    parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
+    args = parser.parse_args()
+    os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
+    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_questions")
+    os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_questions")
+    setup_django(fresh=not args.reuse)
+    from tenants import rls
+    from tenants.selectors import principal_system
+
+    estate = Estate.generate(services=args.services, seed=args.seed)
+    group_id, seconds = ingest(estate, reuse=args.reuse)
+    analyze()
+    asked = questions(estate, per_relation=args.questions_per_relation, phrasings=args.phrasings)
+    started = time.perf_counter()
+    ranks, latencies = ask(group_id, asked)
+    with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
+        merged = merged_services(estate)
+    print(f"estate: {args.services} services (seed {args.seed}), ingest + index {seconds:.0f} s;"
+          f" {len(asked)} questions ({args.phrasings} phrasings, embedder {args.embedder})"
+          f" in {time.perf_counter() - started:.0f} s")  # fmt: skip
+    print(f"services sharing an entity with another: {len(merged)} {merged[:6]}")
+    table = figures(asked, ranks)
+    report(table, latencies)
+    if args.out:
+        args.out.write_text(json.dumps({
+            "services": args.services, "seed": args.seed, "phrasings": args.phrasings,
+            "embedder": args.embedder, "systems": {s: table[s] for s in SYSTEMS},
+            "answerable": table["answerable"], "merged_services": merged,
+            "latency_ms": {"p50": statistics.median(latencies),
+                           "p95": statistics.quantiles(latencies, n=20)[-1]},
+        }, indent=1))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

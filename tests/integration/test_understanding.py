@@ -1,0 +1,65 @@
+"""A plain question about the demo estate is answered by the current fact first, and the
+response says what was understood (the entity, the relation, a stated time)."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def reviewer(tmp_path: Path, client: Client) -> Client:
+    """A client signed in as the seeded demo's reviewer."""
+    call_command("seed_demo", sources_dir=tmp_path / "demo", stdout=StringIO(), stderr=StringIO())
+    client.force_login(get_user_model().objects.get(username="reviewer"))
+    return client
+
+
+def _search(client: Client, q: str, **params: str) -> dict:
+    response = client.get("/api/v1/search", {"q": q, **params})
+    assert response.status_code == 200, response.content
+    return dict(response.json())
+
+
+@pytest.mark.parametrize(
+    ("question", "fact"),
+    [
+        ("what does billing-api run on", "billing-api runs on k8s-prod-1."),
+        ("where does payments-api run", "payments-api runs on k8s-prod-2."),
+        ("who owns billing-api", "billing-api is owned by"),
+    ],
+)
+def test_the_asked_fact_comes_first_when_a_plain_question_names_the_entity(
+    reviewer: Client, question: str, fact: str
+) -> None:
+    hits = _search(reviewer, question)["hits"]
+    assert hits[0]["fact"].startswith(fact), [hit["fact"] for hit in hits[:5]]
+    assert hits[0]["signals"]["understood"] == 1.0
+
+
+def test_the_response_says_what_was_understood_when_a_question_names_entity_and_relation(
+    reviewer: Client,
+) -> None:
+    understood = _search(reviewer, "what does billing-api run on")["understood"]
+    assert understood["entities"] == ["billing-api"]
+    assert understood["predicates"] == ["RUNS_ON"]
+    assert understood["as_of"] is None
+
+
+def test_a_stated_time_becomes_as_of_when_the_caller_gave_none(reviewer: Client) -> None:
+    result = _search(reviewer, "where did payments-api run as of March 2020")
+    assert result["understood"]["as_of"] == "2020-03-31T23:59:59.999999Z"
+    assert result["understood"]["time_text"] == "as of March 2020"
+
+
+def test_nothing_is_understood_when_the_question_names_no_known_entity(reviewer: Client) -> None:
+    understood = _search(reviewer, "where does the unknown-service run")["understood"]
+    assert understood["entities"] == []
+    assert understood["predicates"] == []

@@ -1,0 +1,119 @@
+"""Query understanding: mentions, the relation asked for, a stated time (pure), and the
+relation of a question in another language found through e5's embedding."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from curation.domain.ontology import DEFAULT_ONTOLOGY, PredicateSense
+from retrieval.adapters.embedders import E5Embedder
+from retrieval.domain import understanding as rules
+from retrieval.domain.understanding import Understanding
+from retrieval.services.search.understanding import with_meaning
+
+KNOWN = {"billing-api", "ledger-db", "stock-notify-queue", "notify-stock-queue", "billing"}
+
+
+def _relation(question: str, known: set[str] = KNOWN) -> tuple[str, ...]:
+    mentions = rules.choose_mentions(rules.candidate_spans(question), known)
+    masked = rules.masked(question, mentions)
+    return rules.asked_relation(rules.relation_scores(masked, DEFAULT_ONTOLOGY))
+
+
+def _mentioned(question: str) -> list[str]:
+    return [span.norm for span in rules.choose_mentions(rules.candidate_spans(question), KNOWN)]
+
+
+@pytest.mark.parametrize(
+    ("question", "relation"),
+    [
+        ("what does billing-api run on", "RUNS_ON"),
+        ("where does billing-api run?", "RUNS_ON"),
+        ("who owns billing-api", "OWNED_BY"),
+        ("what does ledger-db depend on", "DEPENDS_ON"),
+        ("which version is billing-api", "HAS_VERSION"),
+        ("which region is ledger-db in", "HOSTED_IN"),
+        ("what language is billing-api written in", "WRITTEN_IN"),
+        ("where is billing-api deployed", "DEPLOYED_TO"),
+    ],
+)
+def test_the_asked_relation_is_understood_when_a_plain_question_names_it(
+    question: str, relation: str
+) -> None:
+    assert _relation(question) == (relation,)
+
+
+def test_no_relation_is_understood_when_the_question_asks_none() -> None:
+    assert _relation("billing-api") == ()
+
+
+def test_the_longest_known_name_is_the_mention_when_names_overlap() -> None:
+    assert _mentioned("who owns billing-api now") == ["billing-api"]
+    assert _mentioned("where does stock-notify-queue run") == ["stock-notify-queue"]
+
+
+def test_function_words_alone_are_never_a_mention() -> None:
+    spans = rules.candidate_spans("what does it do")
+    assert spans == []
+
+
+def test_a_workspace_sense_is_understood_when_it_adds_its_own_words() -> None:
+    own = PredicateSense(
+        name="ON_CALL", label="is on call for", words=("pager", "on-call", "rota"),
+        questions=("who is on call for X",),
+    )  # fmt: skip
+    ontology = DEFAULT_ONTOLOGY.overridden([own], version=1)
+    masked = rules.masked("who carries the pager for billing-api", [rules.Span(5, 6, "x")])
+    assert rules.asked_relation(rules.relation_scores(masked, ontology)) == ("ON_CALL",)
+
+
+@pytest.mark.parametrize(
+    ("text", "end", "words"),
+    [
+        ("who owned billing-api as of March 2022", dt.date(2022, 3, 31), "as of March 2022"),
+        ("where did ledger-db run in 2021?", dt.date(2021, 12, 31), "in 2021"),
+        ("owner of billing-api on 2023-02-14", dt.date(2023, 2, 14), "on 2023-02-14"),
+    ],
+)
+def test_a_stated_time_is_the_end_of_its_period_when_a_question_states_one(
+    text: str, end: dt.date, words: str
+) -> None:
+    as_of, said = rules.stated_time(text)
+    assert as_of == dt.datetime.combine(end, dt.time.max, tzinfo=dt.UTC)
+    assert said == words
+
+
+@pytest.mark.parametrize(
+    "text", ["billing-api version 2021", "where does vm-2021 run", "as of 2022-02-30"]
+)
+def test_no_time_is_read_when_a_number_is_not_a_stated_time(text: str) -> None:
+    assert rules.stated_time(text) == (None, "")
+
+
+@pytest.fixture(scope="module")
+def e5() -> E5Embedder:
+    embedder = E5Embedder(role="query", batch_size=8)
+    embedder.warm_up()
+    return embedder
+
+
+@pytest.mark.parametrize(
+    ("question", "relation"),
+    [
+        ("ai sở hữu billing-api?", "OWNED_BY"),
+        ("billing-api phụ thuộc vào dịch vụ nào?", "DEPENDS_ON"),
+        ("billing-api được viết bằng ngôn ngữ gì?", "WRITTEN_IN"),
+    ],
+)
+def test_a_vietnamese_question_finds_its_relation_with_e5_when_its_words_alone_do_not(
+    e5: E5Embedder, question: str, relation: str
+) -> None:
+    mentions = rules.choose_mentions(rules.candidate_spans(question), KNOWN)
+    found = Understanding(
+        entities=("billing-api",), question=rules.masked(question, mentions),
+        ontology=DEFAULT_ONTOLOGY,
+    )  # fmt: skip
+    assert rules.asked_relation(rules.relation_scores(found.question, DEFAULT_ONTOLOGY)) == ()
+    assert with_meaning(found, e5.embed([question])[0], e5).predicates == (relation,)
