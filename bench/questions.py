@@ -76,6 +76,24 @@ PHRASINGS: dict[str, dict[str, tuple[str, ...]]] = {
         "DEPLOYED_TO": ("what env is {s} deployed in", "{s} deployment environment?",
                         "which stage does {s} run in", "which tier of environments holds {s}"),
     },
+    # A third set, written before the understanding was improved against the others and
+    # read only as a whole: the check that the improvements carry to unseen wording.
+    "fresh": {
+        "RUNS_ON": ("what cluster does {s} run in", "{s} runs on which host?",
+                    "name the machine behind {s}", "which node is {s} on"),
+        "OWNED_BY": ("who is accountable for {s}", "who's the owner of {s}", "{s} team",
+                     "which group has ownership of {s}"),
+        "DEPENDS_ON": ("which components does {s} call", "what would break {s} if it went down",
+                       "{s} upstream dependencies", "what services is {s} dependent on"),
+        "HAS_VERSION": ("what version is {s} running", "{s} release number",
+                        "which build of {s} is live", "version of {s} in use"),
+        "HOSTED_IN": ("what region is {s} located in", "{s} geographic region",
+                      "which data center hosts {s}", "where in the world does {s} run"),
+        "WRITTEN_IN": ("what is {s} programmed in", "{s} language",
+                       "which language was {s} written in", "what tech stack does {s} use"),
+        "DEPLOYED_TO": ("which environment hosts {s}", "is {s} a production or staging deployment",
+                        "{s} env", "what stage is {s} deployed at"),
+    },
 }  # fmt: skip
 SYSTEMS = ("VERA", "BM25", "dense")
 CUTOFF = 10

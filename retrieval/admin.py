@@ -315,7 +315,8 @@ class WeightSetAdmin(LinkedToQualityAdmin):
     """
 
     list_display = ["__str__", "group_id", "origin", "active", "activated_at", "activated_by",
-                    "helpful", "unhelpful", "created_at", "quality_link"]  # fmt: skip
+                    "understood", "helpful", "unhelpful", "created_at",
+                    "quality_link"]  # fmt: skip
     list_filter = ["active", "origin"]
     search_fields = ["group_id"]
     actions = ["activate_selected", "reset_to_default"]

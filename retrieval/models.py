@@ -15,6 +15,7 @@ from django.db.models import F, Func, Q, Value
 from pgvector.django import VectorField
 
 from retrieval.domain.lexical import PUNCTUATION
+from retrieval.domain.ranking import DEFAULT_UNDERSTOOD
 
 # Dimensions with an HNSW index (pgvector indexes need a fixed dimension): hashing,
 # MiniLM, Voyage, OpenAI text-embedding-3-small.
@@ -324,7 +325,7 @@ class Feedback(models.Model):
 
 WEIGHTSET_CONTENT_FIELDS = (
     "group_id", "version", "relevance", "authority", "verification", "recency", "feedback",
-    "confidence", "origin", "helpful", "unhelpful", "separations",
+    "confidence", "understood", "origin", "helpful", "unhelpful", "separations",
 )  # fmt: skip
 
 
@@ -348,6 +349,8 @@ class WeightSet(models.Model):
     recency = models.FloatField()
     feedback = models.FloatField()
     confidence = models.FloatField()
+    # The understood list's weight in stage 1's fusion, learnt from the same votes.
+    understood = models.FloatField(default=DEFAULT_UNDERSTOOD)
     origin = models.CharField(max_length=20, choices=Origin.choices)
     helpful = models.PositiveIntegerField(default=0)  # samples per class behind it
     unhelpful = models.PositiveIntegerField(default=0)

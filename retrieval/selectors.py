@@ -168,15 +168,16 @@ def weights_active(group_ids: Iterable[str]) -> dict[str, WeightChoice]:
     A workspace absent from the answer ranks with the built-in default (version 0).
     """
     rows = WeightSet.objects.filter(active=True, group_id__in=set(group_ids)).values_list(
-        "group_id", "pk", "version", *SIGNALS
+        "group_id", "pk", "version", "understood", *SIGNALS
     )
     return {
         group_id: WeightChoice(
             weights=Weights.from_mapping(dict(zip(SIGNALS, values, strict=True))),
             version=version,
             set_id=pk,
+            understood=understood,
         )
-        for group_id, pk, version, *values in rows
+        for group_id, pk, version, understood, *values in rows
     }
 
 

@@ -144,7 +144,8 @@ _TYPO_TWO_EDITS_MIN = 9
 @dataclass(frozen=True)
 class NameConflict:
     """What tells two names apart: kind is number | code | symbol | word | extra | order,
-    or identity (two different ids in one source: told apart by the source itself)."""
+    identity (two different ids in one source: told apart by the source itself), or
+    spelling (a name spelt otherwise than a structured source's record)."""
 
     kind: str
     detail: str
@@ -196,6 +197,22 @@ def identifier_conflict(a: str, b: str) -> NameConflict | None:
             return NameConflict("symbol", f"{extra} / none")
         return NameConflict("extra", extra)
     return None
+
+
+def spelling_conflict(a: str, b: str) -> NameConflict | None:
+    """Whether `a` and `b` are spelt differently beyond case, punctuation, spacing and
+    fillers ("metric-queue" / "metrics-queue", "billng-api" / "billing-api"), or None.
+
+    A structured source names its records exactly: a name spelt otherwise than one of them
+    may be a typo or a sibling record the source has not sent yet, so it is at most a
+    merge candidate for that record, never linked to it automatically. Symmetric.
+    """
+    first, second = sorted((normalize_name(a), normalize_name(b)))
+    tokens_a, tokens_b = _tokens(first), _tokens(second)
+    words_a, words_b = "".join(_words(tokens_a)), "".join(_words(tokens_b))
+    if _numbers(tokens_a) == _numbers(tokens_b) and words_a == words_b:
+        return None
+    return NameConflict("spelling", f"{first} / {second}")
 
 
 # What separates the words of a name for the word-order rule: dashes, underscores, dots

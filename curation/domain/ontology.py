@@ -98,12 +98,13 @@ def _sense(
 DEFAULT_SENSES: tuple[PredicateSense, ...] = (
     _sense("RUNS_ON", "runs on",
            "run, runs, running, host, hosts, hosted, server, servers, machine, node, nodes, "
-           "cluster, vm, instance, box, platform",
+           "cluster, vm, instance, box, platform, hardware, compute, pod, kubernetes, k8s",
            "where does X run|what does X run on|which host runs X|which cluster is X on|"
            "what server is X on|what machine hosts X|where is X running",
            "host", "the host, cluster or machine a service runs on"),
     _sense("OWNED_BY", "is owned by",
-           "owner, owners, own, owns, owned, team, responsible, accountable, owning",
+           "owner, owners, own, owns, owned, ownership, team, responsible, accountable, owning, "
+           "whose",
            "who owns X|which team owns X|who is responsible for X|whose is X|"
            "who is the owner of X",
            "team", "the team or person accountable for a thing"),
@@ -111,21 +112,24 @@ DEFAULT_SENSES: tuple[PredicateSense, ...] = (
            "maintainer, maintainers, maintain, maintains, maintained, looks after",
            "who maintains X|who looks after X", "team"),
     _sense("DEPLOYED_TO", "is deployed to",
-           "deploy, deployed, deployment, environment, env, stage, production, staging",
+           "deploy, deployed, deployment, environment, environments, env, stage, production, prod, "
+           "staging, tier, sandbox",
            "where is X deployed|which environment is X in|what environment does X use",
            "environment", "the environment a service is deployed to"),
     _sense("DEPENDS_ON", "depends on",
            "depend, depends, dependency, dependencies, requires, needs, uses, calls, "
-           "upstream, relies",
+           "upstream, upstreams, relies, reliant, dependent, prerequisite, prerequisites, backend, "
+           "backends, talks to, connects to",
            "what does X depend on|what does X need|which services does X call|"
            "what are the dependencies of X|what does X rely on",
            "service", "another thing this one needs in order to work"),
     _sense("HOSTED_IN", "is hosted in",
-           "region, regions, location, located, datacenter, data centre, zone, site, where",
+           "region, regions, location, located, datacenter, data centre, data center, zone, site, "
+           "geography, geographic, geographically, country, cloud region",
            "which region is X in|where is X hosted|what region hosts X|where is X located",
            "location", "the region, site or data centre a thing lives in"),
     _sense("HAS_VERSION", "has version",
-           "version, versions, release, build, tag, revision",
+           "version, versions, release, releases, released, build, tag, revision, semver",
            "which version is X|what version of X is deployed|what is the version of X|"
            "what release is X on",
            "version", "the version currently released"),
@@ -133,7 +137,8 @@ DEFAULT_SENSES: tuple[PredicateSense, ...] = (
            "status, state, lifecycle, health, operational",
            "what is the status of X|is X live|what state is X in", "status"),
     _sense("WRITTEN_IN", "is written in",
-           "language, languages, written, programming, code, coded, implemented, stack",
+           "language, languages, written, programming, programmed, code, coded, implemented, "
+           "stack, framework, runtime, built with, built in, tech stack, technology",
            "what language is X written in|which language is X in|what is X written in|"
            "what is X implemented in",
            "language", "the programming language a service is written in"),

@@ -28,6 +28,7 @@ from curation.domain.names import (
     NameConflict,
     identifier_conflict,
     normalize_name,
+    spelling_conflict,
     word_order_conflict,
 )
 from curation.domain.outbox import PROJECT_CLAIM, Priority
@@ -37,6 +38,7 @@ from curation.ports import Embedder, EquivalenceJudge
 from curation.selectors import entity_survivor
 from curation.services.identities import (
     Identity,
+    identified,
     identities_held,
     identity_attach,
     identity_entity,
@@ -210,6 +212,7 @@ def entity_resolve(
     embedder: Embedder | None = None,
     judge: EquivalenceJudge | None = None,
     identity: Identity | None = None,
+    exact_spelling: bool = False,
 ) -> Resolution:
     """The entity `name` denotes in the group, creating it when nothing matches.
 
@@ -223,6 +226,11 @@ def entity_resolve(
     whatever its name says now; by name it never lands on an entity that holds another
     id of the same source (two ids are two things), and the entity it lands on holds the
     identity from then on.
+
+    A name spelt otherwise than an alias (`spelling_conflict`: "metrics-queue" /
+    "metric-queue") never links to an entity a structured source knows by an id, nor,
+    with `exact_spelling` (the names a structured record uses), to any entity: such a
+    source names things by its own convention, where one letter is another item.
     """
     norm = normalize_name(name)
     if not norm:
@@ -232,8 +240,9 @@ def entity_resolve(
         _add_alias(known, _Name(name, norm), method="identity")
         return Resolution(known, "identity", 1.0)
     resolution = _resolve_name(
-        group_id, _Name(name, norm), entity_type, embedder=embedder, judge=judge, identity=identity
-    )
+        group_id, _Name(name, norm), entity_type, embedder=embedder, judge=judge,
+        identity=identity, exact_spelling=exact_spelling,
+    )  # fmt: skip
     if identity is not None:
         identity_attach(entity=resolution.entity, identity=identity)
     return resolution
@@ -247,6 +256,7 @@ def _resolve_name(
     embedder: Embedder | None,
     judge: EquivalenceJudge | None,
     identity: Identity | None,
+    exact_spelling: bool = False,
 ) -> Resolution:
     """Exact, fuzzy, semantic, judge, else a new entity (`entity_resolve`'s name steps)."""
     exact = EntityAlias.objects.filter(group_id=group_id, alias_norm=name.norm)
@@ -255,6 +265,7 @@ def _resolve_name(
     if taken and taken[0].conflict is None:
         return Resolution(canonical(taken[0].alias.entity), "exact", 1.0)
     fuzzy = _identified(_fuzzy(group_id, name.text, name.norm, entity_type), identity)
+    fuzzy = _spelt_as_recorded(fuzzy, name.text, everywhere=exact_spelling)
     if link := next((m for m in fuzzy if m.links(FUZZY_LINK)), None):
         # No vector: a spelling variant adds nothing the semantic step could use.
         return _link(name, link, canonical(link.alias.entity), method="fuzzy")
@@ -262,6 +273,7 @@ def _resolve_name(
     embedded = _Name(name.text, name.norm, vector, embedder.model if embedder else "")
     semantic = _semantic(group_id, name.text, entity_type, vector, embedded.model) if vector else []
     semantic = _identified(semantic, identity)
+    semantic = _spelt_as_recorded(semantic, name.text, everywhere=exact_spelling)
     if link := next((m for m in semantic if m.links(SEMANTIC_LINK)), None):
         return _link(embedded, link, canonical(link.alias.entity), method="semantic")
     # An exact name held by another id of the source comes first: the likeliest duplicate.
@@ -291,6 +303,28 @@ def _identified(matches: list[_Match], identity: Identity | None) -> list[_Match
         if other is not None and match.conflict is None:
             detail = f"{other} / {identity.external_id}"
             match = replace(match, conflict=NameConflict("identity", detail))
+        out.append(match)
+    return out
+
+
+def _spelt_as_recorded(matches: list[_Match], name: str, *, everywhere: bool) -> list[_Match]:
+    """The matches, blocked where the name is spelt otherwise than the alias
+    (`spelling_conflict`) and their entity is a structured source's record (or any
+    entity, `everywhere`): a record is known by its exact name, and "metrics-queue" near
+    the record "metric-queue" may be another."""
+    if not matches:
+        return matches
+    owners = {m.alias.entity_id: canonical(m.alias.entity).pk for m in matches}
+    recorded = set(owners) | set(owners.values())
+    if not everywhere:
+        recorded = identified(recorded)
+    out = []
+    for match in matches:
+        entity_id = match.alias.entity_id
+        if match.conflict is None and (entity_id in recorded or owners[entity_id] in recorded):
+            conflict = spelling_conflict(name, match.alias.alias)
+            if conflict is not None:
+                match = replace(match, conflict=conflict)
         out.append(match)
     return out
 

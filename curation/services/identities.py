@@ -48,6 +48,14 @@ def identities_held(*, identity: Identity, entity_ids: Iterable[int]) -> dict[in
     return held
 
 
+def identified(entity_ids: Iterable[int]) -> set[int]:
+    """Of these entities, those a structured source knows by an id (any source)."""
+    ids = set(entity_ids)
+    if not ids:
+        return set()
+    return set(EntityIdentity.objects.filter(entity_id__in=ids).values_list("entity_id", flat=True))
+
+
 def identity_attach(*, entity: Entity, identity: Identity) -> None:
     """Record that `entity` is the item `identity` names (kept if the id is already held)."""
     EntityIdentity.objects.get_or_create(

@@ -183,6 +183,7 @@ def _resolve(
                 embedder=None if lexical_only else adapters.embedder,
                 judge=None if lexical_only else adapters.equivalence,
                 identity=identity,
+                exact_spelling=source.kind in IDENTIFIED_KINDS,
             ).entity
         return cache[key]
 

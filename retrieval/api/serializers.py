@@ -94,6 +94,15 @@ class UnderstoodSerializer(serializers.Serializer[Understanding]):
     scores = serializers.DictField(
         child=serializers.FloatField(), help_text="the best relations' scores"
     )
+    values = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="what the values the question names are objects of, by predicate share",
+    )
+    weight = serializers.FloatField(
+        allow_null=True,
+        help_text="the understood list's weight in the fusion: the workspace's active weight "
+        "set's (learnt from votes), or VERA_SEARCH__FUSION_WEIGHTS; null when no list",
+    )
 
 
 class SearchResultSerializer(serializers.Serializer[CitedResult]):

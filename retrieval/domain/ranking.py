@@ -181,9 +181,19 @@ class Weights:
 DEFAULT_WEIGHTS = Weights()
 
 
+# The understood list's weight in the fusion (the others' is 1.0): a claim about the entity
+# the question names, of the relation it asks for, comes first unless both other lists put
+# another at their top. Calibration moves it within [0, MAX_UNDERSTOOD].
+DEFAULT_UNDERSTOOD = 2.0
+MAX_UNDERSTOOD = 4.0
+
+
 @dataclass(frozen=True)
 class WeightChoice:
     """The weights one workspace ranks with, and which persisted set they are.
+
+    `understood` is the understood list's weight in stage 1's fusion (the other lists
+    weigh 1.0): learnt beside the six blend weights from the same votes.
 
     Version 0 (no set id) is the built-in default above; a workspace's calibrated or
     restored sets count 1, 2, ... Every logged hit and search response names it.
@@ -192,6 +202,7 @@ class WeightChoice:
     weights: Weights = DEFAULT_WEIGHTS
     version: int = 0
     set_id: int | None = None
+    understood: float = DEFAULT_UNDERSTOOD
 
 
 DEFAULT_CHOICE = WeightChoice()

@@ -23,11 +23,11 @@ import calendar
 import datetime as dt
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from curation.domain.names import normalize_name
-from curation.domain.ontology import ENTITY_SLOT, Ontology
+from curation.domain.ontology import ENTITY_SLOT, Ontology, PredicateSense
 
 MAX_SPAN_TOKENS = 6  # the longest name a mention may be, in words
 # A relation is understood when its score reaches this, and beats the next one by MARGIN.
@@ -36,6 +36,10 @@ MARGIN = 0.1
 # How much the embedding's preference counts beside the words': per standard deviation
 # of the predicates' cosines above their mean (a scale every embedder shares).
 SEMANTIC_WEIGHT = 0.3
+# What naming the answer's type counts ("which *region*"), beside the word's own 1.
+ANSWER_WEIGHT = 1.0
+# What a named value counts for the relations it is the object of ("is X in production").
+VALUE_WEIGHT = 1.0
 
 # Words that carry no relation and no name: they never count against a query's term
 # coverage, and never make a relation. English, the language of the built-in forms.
@@ -48,9 +52,13 @@ FUNCTION_WORDS = frozenset(
         "about", "can", "could", "should", "would", "will", "shall", "may", "might", "must",
         "me", "my", "we", "our", "you", "your", "they", "their", "he", "she", "his", "her",
         "currently", "now", "today", "please", "tell", "show", "give", "find", "list",
+        "has", "have", "had", "i", "us", "any", "some", "right", "up", "if", "than", "then",
     }
 )  # fmt: skip
+_DETERMINERS = frozenset({"what", "which"})  # "whose service": the answer is no service
+_ARTICLES = frozenset({"a", "an", "the", "s"})
 _TOKEN = re.compile(r"[^\s]+")
+_SLOT_WORD = re.compile(rf"\b{ENTITY_SLOT}\b")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
@@ -77,11 +85,16 @@ class Understanding:
     """What a search understood of its question; empty when it understood nothing."""
 
     entities: tuple[str, ...] = ()  # canonical names of the mentioned entities
+    groups: tuple[str, ...] = ()  # the workspaces they belong to
     mentions: tuple[str, ...] = ()  # the words of the question that named them
     predicates: tuple[str, ...] = ()  # the relation asked for (at most one today)
     as_of: dt.datetime | None = None  # a time the question states
     time_text: str = ""  # the words that stated it
     scores: Mapping[str, float] = field(default_factory=dict)  # the best relations' scores
+    # What the values the question names are objects of ("is X in *production*": mostly
+    # DEPLOYED_TO), each predicate's share: a hint at the relation asked for.
+    values: Mapping[str, float] = field(default_factory=dict)
+    weight: float | None = None  # the understood list's weight in the fusion (None: no list)
     question: str = ""  # the question with its mentions read as the entity slot
     ontology: Ontology | None = field(default=None, compare=False, repr=False)
 
@@ -150,6 +163,16 @@ def masked(text: str, mentions: Sequence[Span]) -> str:
     return " ".join(tokens)
 
 
+def spoken(question: str) -> str:
+    """A masked question as an embedder reads it for its relation: the slot left out
+    ("what does run on"), so the name cannot pull the vector towards whatever it
+    resembles, and no English word is put into a question in another language. (The
+    ontology's forms are whole sentences, embedded with "it" for the slot; measured with
+    e5, six Vietnamese questions of six relations all found theirs so, five with "it"
+    in the question.)"""
+    return " ".join(_SLOT_WORD.sub(" ", question).split())
+
+
 def _dice(first: list[str], second: list[str]) -> float:
     if not first or not second:
         return 0.0
@@ -157,29 +180,114 @@ def _dice(first: list[str], second: list[str]) -> float:
     return 2.0 * common / (len(first) + len(second))
 
 
+@dataclass(frozen=True)
+class _Question:
+    """A masked question as the relation rules read it."""
+
+    plain: tuple[str, ...]  # its words, casefolded, the slot and single letters left out
+    bag: list[str]  # their stems (the slot left out)
+    answer: str  # the word after "what"/"which"/"whose": often the answer's type
+
+
+def _read(question: str) -> _Question:
+    slot = ENTITY_SLOT.casefold()
+    plain = tuple(
+        word for word in _WORD.findall(question.casefold()) if word != slot and len(word) > 1
+    )
+    return _Question(plain=plain, bag=[_stem(word) for word in plain], answer=_answer(question))
+
+
+def _answer(question: str) -> str:
+    """The first word after a question determiner ("which *team* owns X", "what *region*
+    hosts X"), articles skipped: the type of thing asked for, when it is a content word."""
+    tokens: list[str] = [w for w in _WORD.findall(question.casefold()) if w not in _ARTICLES]
+    for here, word in enumerate(tokens[:-1]):
+        if word in _DETERMINERS:
+            after = tokens[here + 1]
+            if after not in FUNCTION_WORDS and after != ENTITY_SLOT.casefold():
+                return after
+    return ""
+
+
+def _vocabulary(sense: PredicateSense) -> tuple[frozenset[str], frozenset[str], list[list[str]]]:
+    """A sense's single words as written and as stems, and its phrases as stem runs ("looks
+    after" is one phrase: its words alone say nothing)."""
+    exact: set[str] = set()
+    phrases: list[list[str]] = []
+    for entry in (*sense.words, sense.label, sense.object_type):
+        written = _WORD.findall(entry.casefold())
+        if entry is sense.label:  # its content words count one by one ("is hosted in")
+            exact |= {token for token in written if token not in FUNCTION_WORDS}
+        elif len(written) == 1:
+            exact.add(written[0])  # even a function word, when listed alone ("whose")
+        elif written:
+            phrases.append([_stem(token) for token in written])
+    return frozenset(exact), frozenset(_stem(word) for word in exact), phrases
+
+
+def _contains(bag: Sequence[str], phrase: Sequence[str]) -> bool:
+    size = len(phrase)
+    return any(list(bag[i : i + size]) == list(phrase) for i in range(len(bag) - size + 1))
+
+
+def value_hints(values: Iterable[Mapping[str, int]]) -> dict[str, float]:
+    """Each predicate's share of the claims the named values are objects of, per value,
+    summed: "production" is the object of DEPLOYED_TO claims alone, so 1.0 for it."""
+    hints: dict[str, float] = {}
+    for counts in values:
+        total = sum(counts.values())
+        for predicate, n in counts.items():
+            hints[predicate] = hints.get(predicate, 0.0) + (n / total if total else 0.0)
+    return hints
+
+
 def relation_scores(
-    question: str, ontology: Ontology, *, semantic: Mapping[str, float] | None = None
+    question: str,
+    ontology: Ontology,
+    *,
+    semantic: Mapping[str, float] | None = None,
+    values: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
-    """Each predicate's score for the (masked) question: how well its best question form
-    overlaps it, plus one for each of its words the question uses, plus the embedding's
-    preference (`semantic`: its best form's cosine, in standard deviations above the
-    mean of every predicate's)."""
-    bag = [word for word in _bag(question) if word != ENTITY_SLOT.casefold()]
-    content = {word for word in bag if word not in FUNCTION_WORDS}
+    """Each predicate's score for the (masked) question, the sum of:
+
+    - its shape: how well its best question form overlaps the question (Dice, 0 to 1);
+    - its words the question uses: 1 for each word as the ontology writes it, half for a
+      word met only through its stem ("hosted" for "host"), each divided among the
+      predicates that list it; 1 for each phrase;
+    - the answer type: `ANSWER_WEIGHT` when the word after "which"/"what" is one of its
+      words ("which *stage* does X run in" asks for a stage, whatever the verb);
+    - the embedding's preference (`semantic`: its best form's cosine, in standard
+      deviations above the mean of every predicate's), times `SEMANTIC_WEIGHT`;
+    - the values the question names (`values`: `value_hints`), times `VALUE_WEIGHT`.
+    """
+    read = _read(question)
+    content = [(word, stem) for word, stem in zip(read.plain, read.bag, strict=True)]
     mean, spread = _spread(semantic or {})
+    vocabularies = {name: _vocabulary(sense) for name, sense in ontology.senses.items()}
+    # A word several predicates list tells them apart less: each gets its share of it.
+    shared: dict[str, int] = {}
+    for _, stems, _ in vocabularies.values():
+        for stem in stems:
+            shared[stem] = shared.get(stem, 0) + 1
     scores: dict[str, float] = {}
     for name, sense in ontology.senses.items():
-        forms = [[w for w in _bag(form) if w != ENTITY_SLOT.casefold()] for form in sense.questions]
-        shape = max((_dice(bag, form) for form in forms), default=0.0)
-        vocabulary = {
-            _stem(token) for word in sense.words for token in _WORD.findall(word.casefold())
-        }
-        vocabulary |= {_stem(token) for token in _WORD.findall(sense.label.casefold())}
-        hits = len(content & (vocabulary - FUNCTION_WORDS))
+        forms = [_read(form).bag for form in sense.questions]
+        shape = max((_dice(read.bag, form) for form in forms), default=0.0)
+        exact, stems, phrases = vocabularies[name]
+        hits = sum(
+            (1.0 if word in exact else 0.5) / shared.get(stem, 1)
+            for word, stem in content
+            if (stem in stems and word not in FUNCTION_WORDS) or word in exact
+        )
+        hits += sum(1.0 for phrase in phrases if _contains(read.bag, phrase))
+        answer = _stem(read.answer)
+        if read.answer and (read.answer in exact or answer in stems):
+            hits += ANSWER_WEIGHT / shared.get(answer, 1)
         meaning = 0.0
         if semantic and name in semantic and spread > 0:
             meaning = SEMANTIC_WEIGHT * (semantic[name] - mean) / spread
-        scores[name] = shape + hits + meaning
+        hint = VALUE_WEIGHT * (values or {}).get(name, 0.0)
+        scores[name] = shape + hits + meaning + hint
     return scores
 
 

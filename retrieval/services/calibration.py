@@ -19,7 +19,7 @@ from collections.abc import Callable
 from django.db import IntegrityError, connection, transaction
 
 from retrieval.domain.calibration import MIN_SAMPLES_PER_CLASS, FeedbackSample, calibrate
-from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, Signals
+from retrieval.domain.ranking import DEFAULT_UNDERSTOOD, DEFAULT_WEIGHTS, SIGNALS, Signals
 from retrieval.models import CalibrationRun, Feedback, WeightSet
 from retrieval.services.weights import (
     NeedsConfirmation,
@@ -64,7 +64,8 @@ def calibration_samples(
         except (KeyError, TypeError, ValueError):
             skipped += 1
             continue
-        samples.append(FeedbackSample(signals, helpful))
+        understood = logged.get("understood", 0.0)  # hits logged before it was: 0
+        samples.append(FeedbackSample(signals, helpful, float(understood or 0.0)))
     return samples, skipped
 
 
@@ -133,6 +134,7 @@ def _calibrate(
         # What ranks now: the active set, or the built-in default when none is.
         previous=weights_of(active) if active else DEFAULT_WEIGHTS,
         learning_rate=learning_rate,
+        previous_understood=active.understood if active else DEFAULT_UNDERSTOOD,
     )
     run = CalibrationRun(
         group_id=group_id, run_key=run_key, trigger=trigger, started_at=now,
@@ -154,6 +156,7 @@ def _calibrate(
         run.candidate = weight_set_create(
             group_id=group_id, weights=result.weights, origin=WeightSet.Origin.CALIBRATION,
             helpful=result.helpful, unhelpful=result.unhelpful, separations=result.separations,
+            understood=result.understood,
         )  # fmt: skip
         run.status = CalibrationRun.Status.CANDIDATE
         run.message = f"Candidate weights v{run.candidate.version} stored.{note}"

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from retrieval.domain.ranking import SIGNALS, Weights
+from retrieval.domain.ranking import DEFAULT_UNDERSTOOD, SIGNALS, Weights
 from retrieval.models import EvaluationRun, GoldenQuery, WeightActivation, WeightSet
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -47,6 +47,7 @@ def weight_set_create(
     helpful: int = 0,
     unhelpful: int = 0,
     separations: Mapping[str, float] | None = None,
+    understood: float = DEFAULT_UNDERSTOOD,
 ) -> WeightSet:
     """Store a new (inactive) set as the workspace's next version."""
     with transaction.atomic():
@@ -61,6 +62,7 @@ def weight_set_create(
             helpful=helpful,
             unhelpful=unhelpful,
             separations=dict(separations or {}),
+            understood=understood,
             **weights.as_dict(),
         )
 

@@ -142,6 +142,46 @@ def test_a_near_same_name_of_another_id_is_at_most_an_open_merge_candidate(
         assert Entity.objects.get(pk=other.pk).merged_into is None
 
 
+# --- one letter apart -------------------------------------------------------------------------
+
+# A dependency names a queue before the queue's own record arrives, and a second queue is
+# spelt one letter apart: the bench estate's "metric-queue" / "metrics-queue" defect.
+PLURALS = (
+    "id,name,depends_on,host\n"
+    "CI201,checkout-api,metrics-queue,k8s-node-1\n"
+    "CI202,metric-queue,,k8s-node-2\n"
+    "CI203,metrics-queue,,k8s-node-3\n"
+)
+
+
+def test_names_one_letter_apart_stay_two_items_when_a_reference_came_first(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    _cmdb(tenant_a, tmp_path / "cmdb.csv", PLURALS)
+    metric, metrics = _item(tenant_a, "CI202"), _item(tenant_a, "CI203")
+    assert metric != metrics
+    assert _current(tenant_a, _item(tenant_a, "CI201"), "DEPENDS_ON") == ["metrics-queue"]
+    assert (_current(tenant_a, metric, "RUNS_ON"), _current(tenant_a, metrics, "RUNS_ON")) == (
+        ["k8s-node-2"],
+        ["k8s-node-3"],
+    )
+
+
+def test_prose_spelt_otherwise_than_a_record_is_a_merge_candidate_when_resolved(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    _cmdb(tenant_a, tmp_path / "cmdb.csv", "id,name,host\nCI301,invoice-worker,k8s-node-1\n")
+    item = _item(tenant_a, "CI301")
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        resolution = entity_resolve(
+            group_id=tenant_a.workspace.group_id, name="invoices-worker",
+            entity_type=item.entity_type, embedder=HashingEmbedder(),
+        )  # fmt: skip
+        assert resolution.method == "new"
+        candidate = MergeCandidate.objects.get(entity=resolution.entity)
+        assert candidate.candidate == item
+
+
 # --- one id, a new name ----------------------------------------------------------------------
 
 

@@ -109,6 +109,9 @@ def test_votes_calibrate_into_a_candidate_that_ranks_after_activation(
     # The top hit is the most relevant one: relevance separates the classes.
     assert run.separations["relevance"] > 0
     assert candidate.relevance > 0
+    # The understood list's fusion weight moves by the same votes, from the default 2.0.
+    lift = run.separations["understood"]
+    assert candidate.understood == pytest.approx(min(4.0, max(0.0, 2.0 * (1 + lift))))
     assert _search(client, "billing-api")["weights"][0]["version"] == 0  # not active yet
 
     with rls.tenant_context(_admin(corpus)):

@@ -11,6 +11,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
+from retrieval.domain.ranking import DEFAULT_WEIGHTS
+from retrieval.services.weights import weight_set_activate, weight_set_create
+from tenants import rls
+from tenants.selectors import principal_system
+
 pytestmark = pytest.mark.django_db
 
 
@@ -44,6 +49,16 @@ def test_the_asked_fact_comes_first_when_a_plain_question_names_the_entity(
     assert hits[0]["signals"]["understood"] == 1.0
 
 
+def test_a_yes_no_question_naming_a_value_is_answered_by_the_fact_holding_it(
+    reviewer: Client,
+) -> None:
+    # "production" is an entity too (the object of DEPLOYED_TO claims), not the subject
+    result = _search(reviewer, "is billing-api in production?")
+    assert result["understood"]["entities"] == ["billing-api"]
+    assert result["understood"]["predicates"] == ["DEPLOYED_TO"]
+    assert result["hits"][0]["fact"].startswith("billing-api is deployed to production")
+
+
 def test_the_response_says_what_was_understood_when_a_question_names_entity_and_relation(
     reviewer: Client,
 ) -> None:
@@ -57,6 +72,22 @@ def test_a_stated_time_becomes_as_of_when_the_caller_gave_none(reviewer: Client)
     result = _search(reviewer, "where did payments-api run as of March 2020")
     assert result["understood"]["as_of"] == "2020-03-31T23:59:59.999999Z"
     assert result["understood"]["time_text"] == "as of March 2020"
+
+
+def test_the_understood_list_weighs_what_the_workspace_active_set_learnt(
+    reviewer: Client,
+) -> None:
+    before = _search(reviewer, "what does billing-api run on")
+    assert before["understood"]["weight"] == 2.0
+    group = before["weights"][0]["group_id"]  # the demo workspace billing-api is in
+    admin = principal_system("test", group_ids=[group])
+    with rls.tenant_context(admin):
+        chosen = weight_set_create(
+            group_id=group, weights=DEFAULT_WEIGHTS, origin="manual", understood=0.5
+        )
+        weight_set_activate(actor=admin, weight_set_id=chosen.pk, confirm=True)
+    assert _search(reviewer, "what does billing-api run on")["understood"]["weight"] == 0.5
+    assert _search(reviewer, "where does the unknown-service run")["understood"]["weight"] is None
 
 
 def test_nothing_is_understood_when_the_question_names_no_known_entity(reviewer: Client) -> None:

@@ -15,7 +15,13 @@ from retrieval.domain.calibration import (
     FeedbackSample,
     calibrate,
 )
-from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, Signals, Weights
+from retrieval.domain.ranking import (
+    DEFAULT_WEIGHTS,
+    MAX_UNDERSTOOD,
+    SIGNALS,
+    Signals,
+    Weights,
+)
 
 
 def _sample(*, helpful: bool, **signals: float) -> FeedbackSample:
@@ -144,8 +150,9 @@ def test_weights_follow_positive_separations_when_given_any_feedback(
         return
     weights = result.weights.as_dict()
     assert math.fsum(weights.values()) == pytest.approx(1.0)
-    assert all(weights[name] == 0.0 for name, sep in result.separations.items() if sep <= 0)
-    positive = {name: sep for name, sep in result.separations.items() if weights[name] > 0}
+    separations = {name: result.separations[name] for name in SIGNALS}  # not "understood"
+    assert all(weights[name] == 0.0 for name, sep in separations.items() if sep <= 0)
+    positive = {name: sep for name, sep in separations.items() if weights[name] > 0}
     total = math.fsum(positive.values())
     assert all(weights[name] == pytest.approx(sep / total) for name, sep in positive.items())
 
@@ -279,3 +286,36 @@ def test_nothing_changes_when_either_class_is_below_the_minimum(
         learning_rate=rate,
     )
     assert result is None
+
+
+def _understood(
+    helpful: float, unhelpful: float, n: int = MIN_SAMPLES_PER_CLASS
+) -> list[FeedbackSample]:
+    """Samples where a share of each class came from the understood list."""
+    base = dict.fromkeys(SIGNALS, 0.5) | {"authority": 0.9}
+    worse = dict.fromkeys(SIGNALS, 0.5)
+    out = []
+    for i in range(n):
+        out.append(FeedbackSample(Signals(**base), True, float(i < helpful * n)))
+        out.append(FeedbackSample(Signals(**worse), False, float(i < unhelpful * n)))
+    return out
+
+
+def test_the_understood_weight_rises_when_helpful_hits_came_from_the_understood_list() -> None:
+    result = _calibrated(_understood(0.8, 0.2), previous_understood=2.0)
+    assert result.separations["understood"] == pytest.approx(0.6)
+    assert result.understood == pytest.approx(3.2)
+
+
+def test_the_understood_weight_falls_when_unhelpful_hits_came_from_the_understood_list() -> None:
+    result = _calibrated(_understood(0.1, 0.6), previous_understood=2.0, learning_rate=0.5)
+    # derived 2.0 * (1 - 0.5) = 1.0, half way from 2.0
+    assert result.understood == pytest.approx(1.5)
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 4.0))
+def test_the_understood_weight_stays_within_its_bounds_for_any_votes(
+    helpful: float, unhelpful: float, previous: float
+) -> None:
+    result = _calibrated(_understood(helpful, unhelpful), previous_understood=previous)
+    assert 0.0 <= result.understood <= MAX_UNDERSTOOD

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from curation.domain.names import (
     DEFAULT_FUNCTIONAL_PREDICATES,
     normalize_name,
+    spelling_conflict,
     word_order_conflict,
 )
 from curation.domain.records import PREDICATE_PATTERN
@@ -179,3 +180,22 @@ def test_reversed_distinct_words_conflict_when_the_order_changes(words: list[str
     reordered = list(reversed(words))
     conflict = word_order_conflict("-".join(words), "_".join(reordered))
     assert (conflict is not None) == (reordered != words)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("metric-queue", "metrics-queue"), ("billng-api", "billing-api"), ("db-01", "db-1")],
+)
+def test_names_spelt_otherwise_conflict_when_one_letter_or_digit_differs(a: str, b: str) -> None:
+    conflict = spelling_conflict(a, b)
+    assert conflict is not None
+    assert conflict.kind == "spelling"
+    assert spelling_conflict(b, a) == conflict
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("billing-api", "Billing API"), ("billing_api", "billing api."), ("The Ledger", "ledger")],
+)
+def test_names_are_spelt_alike_when_only_case_punctuation_or_fillers_differ(a: str, b: str) -> None:
+    assert spelling_conflict(a, b) is None

@@ -27,7 +27,7 @@ from retrieval.domain import ranking
 from retrieval.domain.fusion import ListWeights, list_weights
 from retrieval.domain.query import Query
 from retrieval.domain.results import Hit, Result, Stage3
-from retrieval.domain.understanding import Understanding
+from retrieval.domain.understanding import Understanding, spoken
 from retrieval.models import SearchHit
 from retrieval.ports import EmbedderCatalog, RerankerError, Reranking
 from retrieval.selectors import weights_active
@@ -44,10 +44,10 @@ from retrieval.services.search.understanding import (
 logger = logging.getLogger(__name__)
 
 STAGE1_DEPTH = 50
-# The understood list's weight in the fusion (the others' is 1.0): a claim about the
-# entity the question names, of the relation it asks for, comes first unless both other
-# lists put another at their top (VERA_SEARCH__FUSION_WEIGHTS `understood=` changes it).
-UNDERSTOOD_WEIGHT = 2.0
+# The understood list's weight in the fusion when nothing else sets it: a workspace's
+# active weight set does (calibrated from votes), VERA_SEARCH__FUSION_WEIGHTS
+# `understood=` overrides both.
+UNDERSTOOD_WEIGHT = ranking.DEFAULT_UNDERSTOOD
 
 # One embedder for every workspace, or the offered models, each workspace its own.
 Embedders = Embedder | EmbedderCatalog
@@ -163,9 +163,21 @@ def stage1_lists(
     # Each embedding runs in a copy of this context, so a provider's span (when tracing
     # is on) belongs to the search that called it. Django's connections stay with their
     # thread: asgiref tags the storage it keeps in a context variable with its thread.
+    # A question that names an entity is embedded a second time without it ("what does
+    # run on"), in the same batch: the relation it asks for is read from that vector,
+    # which the name cannot pull towards whatever it happens to resemble.
+    asked = [spoken(understanding.question)] if understanding and understanding.entities else []
     pool = _embedding_pool()
     embeddings = [
-        (each, companion, pool.submit(contextvars.copy_context().run, each.embed, [query.text]))
+        (
+            each,
+            companion,
+            pool.submit(
+                contextvars.copy_context().run,
+                each.embed,
+                [query.text] if companion else [query.text, *asked],
+            ),
+        )
         for each, companion in embedders
     ]
     with watch.step("lexical"):
@@ -173,11 +185,13 @@ def stage1_lists(
         coverage = index.term_coverage(query.text) if embedders else 1.0
     scores: list[float] = []
     languages: dict[str, frozenset[str] | None] = {}
+    meant = False  # the relation is read with the first model's vector only
     for each, companion, embedding in embeddings:
         with watch.step("embed"):  # only the wait left after the lexical half
-            vector = _query_vector(embedding)
-        if vector is None:
+            vectors = _query_vectors(embedding)
+        if not vectors:
             continue
+        vector = vectors[0]
         with watch.step("vector"):
             nearest = index.vector(
                 vector, where, params, depth, model=each.model, companion=companion
@@ -189,8 +203,9 @@ def stage1_lists(
         rankings[name] = [claim_id for claim_id, _ in nearest]
         languages[name] = getattr(each, "languages", None)
         scores += [score for _, score in nearest]
-        if understanding is not None and not companion and understanding.entities:
-            understanding = with_meaning(understanding, vector, each)
+        if understanding is not None and not companion and asked and not meant:
+            understanding = with_meaning(understanding, vectors[-1], each)
+            meant = True
     found = understanding or Understanding()
     if found.entities:
         with watch.step("understood"):
@@ -258,15 +273,27 @@ def fuse(
     return fused, ListWeights(weights=weights, reason="; ".join(reasons) or None)
 
 
-def _query_vector(embedding: Future[list[list[float]]]) -> list[float] | None:
-    """The query's vector, or None when the embedder failed: search answers by text alone."""
+def _understood_weight(found: Understanding, weights: ranking.WeightChoice | None) -> float:
+    """The understood list's fusion weight: the given choice's, else the mean of the
+    active sets of the workspaces whose entities the question names (one indexed read)."""
+    if weights is not None:
+        return weights.understood
+    if not found.groups:
+        return UNDERSTOOD_WEIGHT
+    active = weights_active(found.groups)
+    chosen = [active.get(group, ranking.DEFAULT_CHOICE).understood for group in found.groups]
+    return sum(chosen) / len(chosen)
+
+
+def _query_vectors(embedding: Future[list[list[float]]]) -> list[list[float]]:
+    """The query's vectors, or none when the embedder failed: search answers by text alone."""
     try:
-        return embedding.result()[0]
+        return embedding.result()
     except Exception as error:
         # A provider outage (its circuit open, retries spent) must not take search down;
         # the response says which half is missing. The class name only: no secrets.
         logger.warning("vector half skipped, the query embedding failed: %s", type(error).__name__)
-        return None
+        return []
 
 
 _pools: dict[int, ThreadPoolExecutor] = {}
@@ -354,7 +381,8 @@ def search(
     )
     rankings = lists.rankings
     with watch.step("blend"):
-        fused, _ = fuse(query, lists, embedder=embedder, base=fusion)
+        base = {"understood": _understood_weight(found, weights), **(fusion or {})}
+        fused, _ = fuse(query, lists, embedder=embedder, base=base)
         docs = index.documents(list(fused), with_text=reranking is not None)
         choices = {} if weights else weights_active({d.group_id for d in docs.values()})
         choice = {cid: choices.get(doc.group_id, weights or ranking.DEFAULT_CHOICE)
@@ -414,7 +442,11 @@ def search(
         timings=watch.ms,
         degraded=degraded,
         weights={group: (c.version, c.set_id) for group, c in sorted(used.items())},
-        understood=lists.understanding,
+        understood=(
+            replace(lists.understanding, weight=base["understood"])
+            if "understood" in rankings
+            else lists.understanding
+        ),
     )
 
 

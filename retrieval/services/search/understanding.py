@@ -11,13 +11,16 @@ model and ontology version by the same query embedder.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
+import numpy as np
+from django.db.models import Count
+
 from curation.domain.ontology import DEFAULT_ONTOLOGY, ENTITY_SLOT, Ontology
-from curation.models import Entity, EntityAlias
+from curation.domain.tiers import ClaimStatus
+from curation.models import Claim, Entity, EntityAlias
 from curation.ports import Embedder
 from curation.selectors import ontologies_for
 from curation.services.entities import canonical
@@ -25,7 +28,7 @@ from retrieval.domain import understanding as rules
 from retrieval.domain.understanding import Understanding
 
 OntologyReader = Callable[[Iterable[str]], Mapping[str, Ontology]]
-_FORMS_CACHE: dict[tuple[str, str, int], dict[str, list[list[float]]]] = {}
+_FORMS_CACHE: dict[tuple[str, str, int], dict[str, np.ndarray]] = {}
 _FORMS_LOCK = threading.Lock()
 MAX_FORM_CACHE = 64  # (model, workspace, version) entries kept per process
 
@@ -53,19 +56,24 @@ def understand(
     """What the question names, asks and states, read from its words alone."""
     as_of, time_text = rules.stated_time(query_text)
     mentions, entities = _mentions(query_text)
+    survivors = {span: [canonical(entity) for entity in entities[span.norm]] for span in mentions}
+    values = _values(survivors) if len(mentions) > 1 else {}
+    subjects = [span for span in mentions if span not in values]
     names: dict[str, None] = {}
     groups: dict[str, None] = {}
-    for span in mentions:
-        for entity in entities[span.norm]:
-            survivor = canonical(entity)
+    for span in subjects:
+        for survivor in survivors[span]:
             names[survivor.canonical_name] = None
             groups[survivor.group_id] = None
     ontology = merged(ontologies(list(groups)).values()) if groups else DEFAULT_ONTOLOGY
-    question = rules.masked(query_text, mentions)
-    scores = rules.relation_scores(question, ontology)
+    question = rules.masked(query_text, subjects)
+    hints = rules.value_hints(values.values())
+    scores = rules.relation_scores(question, ontology, values=hints)
     return Understanding(
         entities=tuple(names),
-        mentions=tuple(" ".join(rules.words(query_text)[s.start : s.end]) for s in mentions),
+        groups=tuple(groups),
+        mentions=tuple(" ".join(rules.words(query_text)[s.start : s.end]) for s in subjects),
+        values=hints,
         predicates=rules.asked_relation(scores) if names else (),
         as_of=as_of,
         time_text=time_text,
@@ -73,6 +81,33 @@ def understand(
         question=question,
         ontology=ontology,
     )
+
+
+def _values(survivors: Mapping[rules.Span, list[Entity]]) -> dict[rules.Span, dict[str, int]]:
+    """The mentions that name a value rather than a subject ("is X in *production*"): the
+    entities only ever the object of visible published claims, with how many of each
+    predicate they are the object of (two queries, under row-level security)."""
+    ids = {entity.pk for entities in survivors.values() for entity in entities}
+    published = Claim.objects.filter(status=ClaimStatus.PUBLISHED)
+    subjects = set(published.filter(subject_id__in=ids).values_list("subject_id", flat=True))
+    counts: dict[int, dict[str, int]] = {}
+    rows = (
+        published.filter(object_entity_id__in=ids - subjects)
+        .values_list("object_entity_id", "predicate")
+        .annotate(n=Count("id"))
+    )
+    for entity_id, predicate, n in rows:
+        counts.setdefault(entity_id, {})[predicate] = n
+    values: dict[rules.Span, dict[str, int]] = {}
+    for span, entities in survivors.items():
+        if entities and all(entity.pk in counts for entity in entities):
+            values[span] = {}
+            for entity in entities:
+                for predicate, n in counts[entity.pk].items():
+                    values[span][predicate] = values[span].get(predicate, 0) + n
+    if len(values) == len(survivors):  # nothing left to ask about: no mention is a value
+        return {}
+    return values
 
 
 def merged(ontologies: Iterable[Ontology]) -> Ontology:
@@ -93,32 +128,39 @@ def with_meaning(
     if not found.entities or found.ontology is None:
         return found
     forms = _form_vectors(found.ontology, embedder)
-    semantic = {
-        name: max(_cosine(vector, form) for form in vectors)
-        for name, vectors in forms.items()
-        if vectors
-    }
-    scores = rules.relation_scores(found.question, found.ontology, semantic=semantic)
+    query = np.asarray(vector, dtype=np.float32)
+    length = float(np.linalg.norm(query))
+    if not forms or length == 0.0:
+        return found
+    semantic = {name: float((rows @ query).max()) / length for name, rows in forms.items()}
+    scores = rules.relation_scores(
+        found.question, found.ontology, semantic=semantic, values=found.values
+    )
     return replace(found, predicates=rules.asked_relation(scores), scores=_best(scores))
 
 
-def _form_vectors(ontology: Ontology, embedder: Embedder) -> dict[str, list[list[float]]]:
-    """Each predicate's question forms embedded by the query embedder, cached per process."""
+def _form_vectors(ontology: Ontology, embedder: Embedder) -> dict[str, np.ndarray]:
+    """Each predicate's question forms embedded by the query embedder, as unit rows (one
+    matrix product gives their cosines with a question), cached per process."""
     key = (embedder.model, _identity(ontology), ontology.version)
     with _FORMS_LOCK:
         cached = _FORMS_CACHE.get(key)
     if cached is not None:
         return cached
-    names = [name for name, sense in ontology.senses.items() for _ in sense.questions]
+    # Each form twice: read with "it" for the slot, and without it as questions are read
+    # (`rules.spoken`); a question's relation is its best cosine with either.
+    names = [name for name, sense in ontology.senses.items() for _ in sense.questions * 2]
     texts = [
-        form.replace(ENTITY_SLOT, "it")
+        text
         for sense in ontology.senses.values()
         for form in sense.questions
+        for text in (form.replace(ENTITY_SLOT, "it"), rules.spoken(form))
     ]
     vectors = embedder.embed(texts) if texts else []
-    built: dict[str, list[list[float]]] = {}
+    rows: dict[str, list[list[float]]] = {}
     for name, vector in zip(names, vectors, strict=True):
-        built.setdefault(name, []).append(list(vector))
+        rows.setdefault(name, []).append(list(vector))
+    built = {name: _unit_rows(found) for name, found in rows.items()}
     with _FORMS_LOCK:
         if len(_FORMS_CACHE) >= MAX_FORM_CACHE:
             _FORMS_CACHE.pop(next(iter(_FORMS_CACHE)))
@@ -131,10 +173,10 @@ def _identity(ontology: Ontology) -> str:
     return str(hash(tuple(sorted((n, s.questions) for n, s in ontology.senses.items()))))
 
 
-def _cosine(first: Sequence[float], second: Sequence[float]) -> float:
-    dot = math.fsum(a * b for a, b in zip(first, second, strict=False))
-    norm = math.sqrt(math.fsum(a * a for a in first)) * math.sqrt(math.fsum(b * b for b in second))
-    return dot / norm if norm else 0.0
+def _unit_rows(vectors: list[list[float]]) -> np.ndarray:
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0.0, 1.0, norms)
 
 
 def _best(scores: Mapping[str, float], *, keep: int = 3) -> dict[str, float]:
