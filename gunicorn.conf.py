@@ -22,6 +22,13 @@ from typing import Any
 # Django instrumentation reads the settings' MIDDLEWARE.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.production")
 
+# Keep-alive (threaded workers: `--worker-class gthread`; sync workers close after each
+# response): an idle connection stays open 75 s, longer than common clients and proxies
+# keep one idle before reusing it (httpx 5 s, nginx and AWS load balancers 60 s). A
+# server that closes first races the client that reuses the connection, whose request
+# then fails with no answer (seen as ReadError under bench.load with gunicorn's 2 s).
+keepalive = 75
+
 # Remembered in the environment, not a module global: a reload (HUP) reads this file again.
 _TEMPORARY = "VERA_METRICS_TEMPORARY_DIR"
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

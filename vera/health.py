@@ -57,6 +57,31 @@ def _graph() -> str | None:
     return graph.backend
 
 
+# What the web process cannot do its job without: a check of these failing is 503, so an
+# orchestrator takes the node out. Every other check failing is "degraded" (200, named,
+# with what it costs): the node still searches, reviews and takes feedback. Workers are
+# probed through the broker (`celery inspect ping`), so Redis is essential to them there.
+ESSENTIAL = frozenset({"postgres"})
+COST = {
+    "redis": "tasks cannot be queued, rate limits are not counted and caches are cold "
+    "until it is back; search, review and feedback work",
+    "graph": "the graph projection falls behind (the outbox keeps its jobs) until it is "
+    "back; search, review and feedback work",
+}
+
+
+def verdict(checks: dict[str, dict[str, object]]) -> tuple[list[str], list[str]]:
+    """The failing essential checks, and a reason for every other failing one."""
+    down = sorted(name for name, result in checks.items() if not result["ok"])
+    failing = [name for name in down if name in ESSENTIAL]
+    degraded = [
+        f"{name} unavailable ({checks[name].get('error')}): {COST.get(name, 'degraded')}"
+        for name in down
+        if name not in ESSENTIAL
+    ]
+    return failing, degraded
+
+
 def check_all() -> dict[str, dict[str, object]]:
     """Probe Postgres, Redis and the graph; each result says ok, latency and error."""
     checks = {"postgres": _postgres, "redis": _redis, "graph": _graph}

@@ -15,20 +15,20 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from tenants.middleware import tenant_exempt
 
 from . import metrics as exported
-from .health import check_all, check_dead_letters, check_lanes
+from .health import check_all, check_dead_letters, check_lanes, verdict
 
 
 @tenant_exempt  # must answer 503, not 500, when Postgres is down
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when Postgres, Redis and the graph answer, else 503 naming the failing ones;
-    "degraded" (still 200: the service works, late) while an outbox lane passes its
-    threshold, each reason naming the lane and the figure."""
+    """503 naming Postgres when it does not answer (the node cannot do its job: take it
+    out); "degraded" (200, each reason named) when Redis or the graph does not, or an
+    outbox lane passes its threshold (the service works, late); else "ok"."""
     checks = check_all()
-    failing = sorted(name for name, result in checks.items() if not result["ok"])
+    failing, degraded = verdict(checks)
     lanes = check_lanes() if checks["postgres"]["ok"] else {}
-    degraded = [str(lane["reason"]) for lane in lanes.values() if lane["degraded"]]
+    degraded += [str(lane["reason"]) for lane in lanes.values() if lane["degraded"]]
     status = "fail" if failing else "degraded" if degraded else "ok"
     body = {"status": status, "failing": failing, "degraded": degraded, "checks": checks,
             "lanes": lanes}  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.core.cache import cache
 from rest_framework import exceptions
@@ -12,6 +14,8 @@ from tenants import rls
 from tenants.domain import api_keys as keys
 from tenants.domain.access import Principal
 from tenants.services.api_keys import api_key_authenticate
+
+logger = logging.getLogger(__name__)
 
 # One message for every failure: nothing tells a wrong secret from an unknown key.
 INVALID = "Invalid, expired or revoked credentials."
@@ -73,6 +77,13 @@ class FailureLimiter:
         return exceptions.AuthenticationFailed(INVALID)
 
     def _count(self, key: str) -> int:
+        try:
+            return self._counted(key)
+        except Exception as error:  # the cache (Redis) is down: the failure stays a 401
+            logger.warning("failed-authentication counter unavailable: %s", type(error).__name__)
+            return 0
+
+    def _counted(self, key: str) -> int:
         if cache.add(key, 1, timeout=self.window):
             return 1
         try:

@@ -109,12 +109,15 @@ def test_slow_mode_pauses_each_page_while_the_lane_is_degraded_and_loses_nothing
         report = tasks.ingest_now(source_id=due_source, group_id=tenant_a.workspace.group_id)
 
     assert (report.new, report.failed, report.error) == (3, 0, "")
-    assert pauses
-    assert set(pauses) == {7}
+    # time.sleep is the process's: other code's sub-second waits (subprocess polling
+    # doubles 0.5 ms up to 50 ms) land here too; the pacing is every whole-second one.
+    paced = [pause for pause in pauses if pause >= 1]
+    assert paced
+    assert set(paced) == {7}
     assert f"ingestion of source {due_source} pauses 7 s: outbox lane projection" in caplog.text
     # Below its threshold (the run's own jobs included), pages follow without a pause.
     settings.VERA_BACKPRESSURE__LANE_BACKLOG = {"projection": 1000}
     (tmp_path / "svc-9.md").write_text("# svc-9\n\nThe svc-9 runs on k8s-9.\n")
     pauses.clear()
     assert tasks.ingest_now(source_id=due_source, group_id=tenant_a.workspace.group_id).new == 1
-    assert pauses == []
+    assert [pause for pause in pauses if pause >= 1] == []

@@ -26,7 +26,12 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def gunicorn(
-    *, database_url: str, log: Path, workers: int = 1, extra_env: dict[str, str] | None = None
+    *,
+    database_url: str,
+    log: Path,
+    workers: int = 1,
+    extra_env: dict[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[str]:
     """gunicorn with `workers` sync workers on a free loopback port, as the app role;
     yields its base URL once /healthz answers (that probe is a request like any other)."""
@@ -35,7 +40,7 @@ def gunicorn(
     env["DJANGO_SETTINGS_MODULE"] = "vera.settings.test"
     env.pop("DATABASE_OWNER_URL", None)
     args = [sys.executable, "-m", "gunicorn", "vera.wsgi", "-b", f"127.0.0.1:{port}",
-            "-w", str(workers)]  # fmt: skip
+            "-w", str(workers), *extra_args]  # fmt: skip
     with log.open("wb") as out:
         process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
