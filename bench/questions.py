@@ -94,6 +94,23 @@ PHRASINGS: dict[str, dict[str, tuple[str, ...]]] = {
         "DEPLOYED_TO": ("which environment hosts {s}", "is {s} a production or staging deployment",
                         "{s} env", "what stage is {s} deployed at"),
     },
+    # A fourth, written after the third had been read (and read only as a whole).
+    "fresh2": {
+        "RUNS_ON": ("what hardware does {s} sit on", "{s} server?", "what's {s} hosted on",
+                    "which instance runs {s}"),
+        "OWNED_BY": ("who do I page about {s}", "{s} owning team",
+                     "which squad is responsible for {s}", "who is in charge of {s}"),
+        "DEPENDS_ON": ("what does {s} talk to", "what does {s} require",
+                       "which systems does {s} rely on", "{s} deps"),
+        "HAS_VERSION": ("what build is {s} on", "{s} current version",
+                        "which tag of {s} is live", "what version number does {s} have"),
+        "HOSTED_IN": ("{s} region?", "where is {s} physically located",
+                      "which geography serves {s}", "in what region does {s} reside"),
+        "WRITTEN_IN": ("{s} is coded in what", "which programming language powers {s}",
+                       "what's the codebase language of {s}", "what tech is {s} written with"),
+        "DEPLOYED_TO": ("which environment does {s} live in", "{s} prod or staging?",
+                        "what env hosts {s}", "where is {s} deployed"),
+    },
 }  # fmt: skip
 SYSTEMS = ("VERA", "BM25", "dense")
 CUTOFF = 10

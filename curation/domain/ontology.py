@@ -98,7 +98,8 @@ def _sense(
 DEFAULT_SENSES: tuple[PredicateSense, ...] = (
     _sense("RUNS_ON", "runs on",
            "run, runs, running, host, hosts, hosted, server, servers, machine, node, nodes, "
-           "cluster, vm, instance, box, platform, hardware, compute, pod, kubernetes, k8s",
+           "cluster, vm, instance, box, platform, hardware, compute, pod, kubernetes, k8s, "
+           "hosted on, runs on, sits on",
            "where does X run|what does X run on|which host runs X|which cluster is X on|"
            "what server is X on|what machine hosts X|where is X running",
            "host", "the host, cluster or machine a service runs on"),
@@ -117,9 +118,10 @@ DEFAULT_SENSES: tuple[PredicateSense, ...] = (
            "where is X deployed|which environment is X in|what environment does X use",
            "environment", "the environment a service is deployed to"),
     _sense("DEPENDS_ON", "depends on",
-           "depend, depends, dependency, dependencies, requires, needs, uses, calls, "
+           "depend, depends, dependency, dependencies, deps, require, requires, need, needs, "
+           "use, uses, call, calls, rely, system, systems, component, components, talks to, "
            "upstream, upstreams, relies, reliant, dependent, prerequisite, prerequisites, backend, "
-           "backends, talks to, connects to",
+           "backends, connects to",
            "what does X depend on|what does X need|which services does X call|"
            "what are the dependencies of X|what does X rely on",
            "service", "another thing this one needs in order to work"),
@@ -129,7 +131,7 @@ DEFAULT_SENSES: tuple[PredicateSense, ...] = (
            "which region is X in|where is X hosted|what region hosts X|where is X located",
            "location", "the region, site or data centre a thing lives in"),
     _sense("HAS_VERSION", "has version",
-           "version, versions, release, releases, released, build, tag, revision, semver",
+           "version, versions, ver, release, releases, released, build, tag, revision, semver",
            "which version is X|what version of X is deployed|what is the version of X|"
            "what release is X on",
            "version", "the version currently released"),
@@ -137,7 +139,8 @@ DEFAULT_SENSES: tuple[PredicateSense, ...] = (
            "status, state, lifecycle, health, operational",
            "what is the status of X|is X live|what state is X in", "status"),
     _sense("WRITTEN_IN", "is written in",
-           "language, languages, written, programming, programmed, code, coded, implemented, "
+           "language, languages, lang, written, programming, programmed, code, coded, codebase, "
+           "implemented, "
            "stack, framework, runtime, built with, built in, tech stack, technology",
            "what language is X written in|which language is X in|what is X written in|"
            "what is X implemented in",

@@ -144,8 +144,11 @@ def choose_mentions(spans: Sequence[Span], known: set[str]) -> list[Span]:
 
 
 def _stem(word: str) -> str:
-    """A light English stem: enough to meet "runs"/"running" with "run"."""
-    for suffix in ("ning", "ing", "ies", "es", "s", "ed"):
+    """A light English stem: enough to meet "runs"/"running" with "run", and "relies" /
+    "dependencies" with "rely" / "dependency"."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    for suffix in ("ning", "ing", "es", "s", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
