@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.search_latency [--claims 100000] [--requests 400]
         [--concurrency 1,8] [--embedder minilm] [--reuse] [--time-cap 120]
+        [--as-of-requests 100]
 
 Loads N published tier-1/2 claims of a synthetic operations corpus (bench/ops_corpus.py:
 services, hosts, owners, dependencies, versions, runbook passages; ~7% with a
@@ -12,9 +13,11 @@ superseded revision; five sources; cited episodes) into its own database
 
 Every measured query text is distinct and its cached embedding is deleted first, so
 each request embeds its query; a last short run repeats queries ("cached embedding").
-Per concurrency level it prints client wall time and server time (the Server-Timing
-header: the whole Django stack, query embedding included) at p50/p95/p99, requests/s
-and non-200 answers, then p50/p95 of each step the search view reports there. The
+Then one client searches `as_of` three instants across the loaded history (900, 450 and
+30 days ago), each with questions of its own. Per run it prints client wall time and
+server time (the Server-Timing header: the whole Django stack, query embedding
+included) at p50/p95/p99, requests/s and non-200 answers, then p50/p95 of each step
+the search view reports there. The
 goal is server p95 <= 50 ms with the local embedder; this asserts nothing about time.
 `--reuse` keeps a loaded database and measures at once.
 """
@@ -22,6 +25,7 @@ goal is server p95 <= 50 ms with the local embedder; this asserts nothing about 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import itertools
 import logging
 import math
@@ -48,6 +52,8 @@ from bench.common import ROOT, setup_django
 SERVER_TIMING = re.compile(r"([\w-]+);dur=([0-9.]+)")
 WORKERS, THREADS = 2, 4
 WARM_UP_PER_SLOT = 5
+# The as_of instants, in days before now: early, middle and late in the loaded history.
+AS_OF_DAYS_AGO = (900, 450, 30)
 
 
 def nearest_rank(samples: Sequence[float], percent: float) -> float:
@@ -80,10 +86,10 @@ class Run:
     seconds: float
 
 
-def _search(client: httpx.Client, query: str) -> Sample:
+def _search(client: httpx.Client, query: str, extra: dict[str, str] | None = None) -> Sample:
     started = time.perf_counter()
     try:
-        response = client.get("/api/v1/search", params={"q": query, "k": 10})
+        response = client.get("/api/v1/search", params={"q": query, "k": 10, **(extra or {})})
     except httpx.HTTPError as error:
         return Sample((time.perf_counter() - started) * 1000, None, 0, error=repr(error))
     client_ms = (time.perf_counter() - started) * 1000
@@ -100,8 +106,18 @@ def _search(client: httpx.Client, query: str) -> Sample:
     return Sample(client_ms, server_ms, 200, steps, hits=len(hits), uncited=uncited)
 
 
-def measure(*, base: str, key: str, queries: Sequence[str], concurrency: int, cap_s: float) -> Run:
-    """Send `queries` with `concurrency` clients until they are done or `cap_s` has passed."""
+def measure(
+    *,
+    base: str,
+    key: str,
+    queries: Sequence[str],
+    concurrency: int,
+    cap_s: float,
+    extra: dict[str, str] | None = None,
+    label: str = "",
+) -> Run:
+    """Send `queries` with `concurrency` clients until they are done or `cap_s` has passed
+    (each with the `extra` parameters: an `as_of`)."""
     todo: queue.SimpleQueue[str] = queue.SimpleQueue()
     for query in queries:
         todo.put(query)
@@ -117,14 +133,14 @@ def measure(*, base: str, key: str, queries: Sequence[str], concurrency: int, ca
                     query = todo.get_nowait()
                 except queue.Empty:
                     return
-                samples.append(_search(client, query))
+                samples.append(_search(client, query, extra))
 
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             for future in [pool.submit(loop) for _ in range(concurrency)]:
                 future.result()
         elapsed = time.perf_counter() - started
-    return Run(label=f"concurrency {concurrency}", samples=samples, seconds=elapsed)
+    return Run(label=label or f"concurrency {concurrency}", samples=samples, seconds=elapsed)
 
 
 def _figures(values: list[float]) -> str:
@@ -266,6 +282,10 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--embedder", default="minilm", help="minilm | hashing | ...")
     parser.add_argument("--time-cap", type=float, default=120.0, help="seconds per level")
     parser.add_argument("--reuse", action="store_true", help="keep a loaded database")
+    parser.add_argument(
+        "--as-of-requests", type=int, default=100,
+        help="per as_of instant (three across the history, one client); 0: none",
+    )  # fmt: skip
     return parser.parse_args()
 
 
@@ -276,6 +296,16 @@ def _run_levels(base: str, key: str, questions: list[str], args: argparse.Namesp
         runs.append(
             measure(base=base, key=key, queries=batch, concurrency=level, cap_s=args.time_cap)
         )
+    # As of three instants across the corpus's history (three years of valid times), one
+    # client, each with questions of its own (uncached, as the first run's were).
+    start = len(args.concurrency) * args.requests
+    for number, days in enumerate(AS_OF_DAYS_AGO):
+        batch = questions[start + number * args.as_of_requests :][: args.as_of_requests]
+        instant = (dt.datetime.now(dt.UTC) - dt.timedelta(days=days)).isoformat()
+        runs.append(
+            measure(base=base, key=key, queries=batch, concurrency=1, cap_s=args.time_cap,
+                    extra={"as_of": instant}, label=f"as_of {days} days ago, c=1")
+        )  # fmt: skip
     # The first run's questions again: their embeddings are cached now.
     again = questions[: max(1, args.requests // 4)]
     cached = measure(base=base, key=key, queries=again, concurrency=1, cap_s=args.time_cap)
@@ -298,6 +328,7 @@ def main() -> int:
     slots = WORKERS * THREADS
     questions = corpus.questions(seed=11)
     needed = slots * WARM_UP_PER_SLOT + args.requests * len(args.concurrency)
+    needed += args.as_of_requests * len(AS_OF_DAYS_AGO)
     if len(questions) < needed:
         raise SystemExit(f"only {len(questions)} distinct questions for {needed} requests")
     warm_up, measured = (

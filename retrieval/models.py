@@ -211,10 +211,19 @@ class LexicalTerm(models.Model):
     # The claim is valid now (its document's status is `published`): a search "as of now"
     # with no other filter reads the postings alone, never joining the documents.
     published = models.BooleanField()
+    # The claim's validity (its document's): a search "as of" a time with no other filter
+    # reads the postings alone too, each term's best that were valid then.
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField(null=True)
 
     class Meta:
         indexes = [
-            models.Index(fields=["term", "-impact"], name="lexterm_term_impact"),
+            # Covering as well: the as-of scan filters on validity inside the index.
+            models.Index(
+                fields=["term", "-impact"],
+                include=["claim_id", "tf", "doc_len", "group_id", "valid_from", "valid_to"],
+                name="lexterm_term_impact",
+            ),
             # Covering (row-level security reads group_id): an index-only, early-stopping
             # scan of the best postings of each query term.
             models.Index(

@@ -45,9 +45,10 @@ class DimensionMismatch(Exception):
 # average length as the impact that orders each term's postings.
 _POSTINGS_INSERT = """
     INSERT INTO retrieval_lexicalterm (
-        group_id, claim_id, term, tf, doc_len, published, impact
+        group_id, claim_id, term, tf, doc_len, published, valid_from, valid_to, impact
     )
     SELECT d.group_id, d.claim_id, t.term, t.tf, l.doc_len, d.status = %(valid_now)s,
+           d.valid_from, d.valid_to,
            t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * l.doc_len
                / coalesce(c.tokens::float8 / nullif(c.documents, 0), l.doc_len)))
     FROM retrieval_searchdocument d

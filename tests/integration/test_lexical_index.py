@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from collections import Counter
 
@@ -166,6 +167,31 @@ def test_the_postings_only_path_scores_as_the_joined_path_when_valid_now(
         joined = lexical_scores(query, f"{where} AND TRUE", params, 50)  # forces the join
     assert fast == joined
     assert ids[0] not in dict(fast)  # superseded: its postings are not "published"
+
+
+@pytest.mark.parametrize("when", ["before", "during", "after"])
+def test_the_postings_only_path_scores_as_the_joined_path_when_as_of_a_time(
+    tenant_a: Tenant, when: str
+) -> None:
+    ids = _claims(tenant_a, FACTS)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        first = Claim.objects.get(pk=ids[0])
+        ended = first.valid_from + dt.timedelta(hours=1)
+        Claim.objects.filter(pk=ids[0]).update(status=ClaimStatus.SUPERSEDED, valid_to=ended)
+        index_claims(claim_ids=[ids[0]], embedder=EMBEDDER)
+        instant = {
+            "before": first.valid_from - dt.timedelta(seconds=1),
+            "during": first.valid_from + dt.timedelta(minutes=30),
+            "after": ended + dt.timedelta(seconds=1),
+        }[when]
+        query = Query(text="kafka runs on the cache", as_of=instant)
+        where, params = _where(query)
+        assert where == search_sql.AS_OF  # the postings alone answer it
+        fast = lexical_scores(query, where, params, 50)
+        joined = lexical_scores(query, f"{where} AND TRUE", params, 50)  # forces the join
+    assert fast == joined
+    assert (ids[0] in dict(fast)) == (when == "during")  # valid then, and only then
+    assert bool(fast) == (when != "before")
 
 
 def test_punctuation_separates_words_alike_when_indexed_and_queried(tenant_a: Tenant) -> None:

@@ -71,6 +71,15 @@ _POSTINGS_NOW = """
     ORDER BY t.impact DESC
     LIMIT %s
 """
+# As of a time, with no other filter: the postings alone again, each term's best that were
+# valid then (every posting is of an indexed claim, and so of one valid at some time).
+_POSTINGS_AS_OF = """
+    SELECT t.claim_id, t.tf, t.doc_len FROM retrieval_lexicalterm t
+    WHERE t.term = w.term AND t.valid_from <= %s AND (t.valid_to IS NULL OR t.valid_to > %s)
+    ORDER BY t.impact DESC
+    LIMIT %s
+"""
+AS_OF = " AND ".join(_AS_OF)
 _POSTINGS_FILTERED = """
     SELECT t.claim_id, t.tf, t.doc_len
     FROM retrieval_lexicalterm t JOIN retrieval_searchdocument d ON d.claim_id = t.claim_id
@@ -84,6 +93,8 @@ def _postings(where: str, params: list[Any]) -> tuple[str, list[Any]]:
     """The postings SQL for these filters, and the values it takes."""
     if where == NOW:
         return _POSTINGS_NOW, []
+    if where == AS_OF:
+        return _POSTINGS_AS_OF, params
     return _POSTINGS_FILTERED.format(where=where), params
 
 
