@@ -71,7 +71,7 @@ class ParamReader:
         if value is None or value.tzinfo is None:
             self.fail(name, "use an ISO 8601 instant with a time zone")
             return None
-        return value
+        return storable(value)
 
     def choice(self, name: str, choices: Collection[str]) -> str | None:
         """One of `choices`, or None when absent."""
@@ -148,3 +148,21 @@ def parse_related(params: Mapping[str, str]) -> RelatedQuery:
     reader.check()
     predicates = tuple(p.strip().upper() for p in (predicate or "").split(",") if p.strip())
     return RelatedQuery(hops=hops or 1, as_of=as_of, predicates=predicates, limit=limit or 100)
+
+
+# The largest offset the database stores (ISO 8601 allows up to 23:59).
+STORED_OFFSET = dt.timedelta(hours=15, minutes=59)
+
+
+def storable(value: dt.datetime) -> dt.datetime:
+    """The instant as given, or in UTC when its offset is past what the database stores
+    (+18:35 is valid ISO 8601). Within a day of the calendar's ends, that end (no
+    fact's validity reaches there)."""
+    offset = value.utcoffset() or dt.timedelta(0)
+    if abs(offset) <= STORED_OFFSET:
+        return value
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:
+        edge = dt.datetime.max if value.year > 1 else dt.datetime.min  # noqa: DTZ901 - given a zone below
+        return edge.replace(tzinfo=dt.UTC)
