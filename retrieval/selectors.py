@@ -88,13 +88,28 @@ class CitedResult:
         return len(self.hits)
 
 
+_CLAIM_COLUMNS = (
+    "fact_text", "predicate", "subject_id", "object_entity_id", "object_literal", "status",
+    "valid_from", "valid_to", "tier", "subject__canonical_name",
+    "object_entity__canonical_name", "source__name",
+)  # fmt: skip
+_EVIDENCE_COLUMNS = (
+    "claim_id", "start", "end", "snippet", "episode__external_id", "episode__url",
+    "episode__source__name",
+)  # fmt: skip
+
+
 def search_result_cited(*, result: Result) -> CitedResult:
     """The search's hits with their claims and citations, in the same queries for any k."""
+    # Only the columns a cited hit shows: a claim's, an episode's and a source's other
+    # columns (configs, hashes, metadata) cost their decoding on every search.
+    evidence = (
+        Evidence.objects.select_related("episode__source").only(*_EVIDENCE_COLUMNS).order_by("pk")
+    )
     claims = (
         Claim.objects.select_related("subject", "object_entity", "source")
-        .prefetch_related(
-            Prefetch("evidence", Evidence.objects.select_related("episode__source").order_by("pk"))
-        )
+        .only(*_CLAIM_COLUMNS)
+        .prefetch_related(Prefetch("evidence", evidence))
         .in_bulk([hit.claim_id for hit in result.hits])
     )
     hits = tuple(

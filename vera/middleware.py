@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
+from kernel import timing
+
 from . import metrics
 
 HEADER = "Server-Timing"
@@ -36,10 +38,13 @@ class ServerTimingMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        started = time.perf_counter()
+        started = timing.mark_started(request)
         response = self.get_response(request)
-        elapsed = time.perf_counter() - started
+        finished = time.perf_counter()
+        elapsed = finished - started
         metric = f"app;dur={elapsed * 1000:.1f}"
+        for step, ms in timing.after_view(request, finished).items():
+            metric += f", {step};dur={ms:.1f}"
         # A metric set further in (a view, a proxy's library) is kept beside ours.
         existing = response.get(HEADER)
         response[HEADER] = f"{existing}, {metric}" if existing else metric

@@ -268,8 +268,12 @@ def test_search_reports_its_steps_in_server_timing(corpus: Tenant, client: Clien
     response = client.get("/api/v1/search", {"q": "billing-api"})
     metrics = dict(part.strip().split(";dur=") for part in response["Server-Timing"].split(","))
     assert {"lexical", "embed", "vector", "blend", "log", "app"} <= set(metrics)
+    # and what lies outside the stages: the way in, citing, serialising, the way out
+    assert {"pre", "cite", "serialize", "post"} <= set(metrics)
     assert all(float(ms) >= 0 for ms in metrics.values())
     assert float(metrics["app"]) >= float(metrics["lexical"])
+    steps = sum(float(ms) for name, ms in metrics.items() if name != "app")
+    assert steps <= float(metrics["app"]) + 0.5  # rounding: the parts do not overlap
 
 
 def test_search_runs_a_fixed_number_of_queries_whatever_the_hit_count(
