@@ -94,6 +94,23 @@ PHRASINGS: dict[str, dict[str, tuple[str, ...]]] = {
         "DEPLOYED_TO": ("which environment hosts {s}", "is {s} a production or staging deployment",
                         "{s} env", "what stage is {s} deployed at"),
     },
+    # A fifth, written after the fourth had been read, and read only as a whole.
+    "fresh3": {
+        "RUNS_ON": ("which node hosts {s}", "{s} is running on which machine",
+                    "what compute does {s} use", "show me the server for {s}"),
+        "OWNED_BY": ("who maintains ownership of {s}", "{s} owner team",
+                     "which team is accountable for {s}", "who should I ask about {s}"),
+        "DEPENDS_ON": ("what services does {s} call", "{s} upstream services",
+                       "what is {s} dependent upon", "what breaks if {s} loses its dependencies"),
+        "HAS_VERSION": ("what is the deployed version of {s}", "{s} release",
+                        "which build of {s} runs now", "tell me {s}'s version"),
+        "HOSTED_IN": ("what region does {s} run in", "{s} location",
+                      "which datacenter is {s} in", "where geographically does {s} sit"),
+        "WRITTEN_IN": ("what language does {s} use", "{s} tech stack",
+                       "which language is {s} programmed in", "what is the code of {s} written in"),
+        "DEPLOYED_TO": ("what environment is {s} in", "{s} deployment stage",
+                        "is {s} running in production", "which env is {s} deployed to"),
+    },
     # A fourth, written after the third had been read (and read only as a whole).
     "fresh2": {
         "RUNS_ON": ("what hardware does {s} sit on", "{s} server?", "what's {s} hosted on",
