@@ -89,7 +89,9 @@ def _values(survivors: Mapping[rules.Span, list[Entity]]) -> dict[rules.Span, di
     predicate they are the object of (two queries, under row-level security)."""
     ids = {entity.pk for entities in survivors.values() for entity in entities}
     published = Claim.objects.filter(status=ClaimStatus.PUBLISHED)
-    subjects = set(published.filter(subject_id__in=ids).values_list("subject_id", flat=True))
+    subjects = set(
+        published.filter(subject_id__in=ids).values_list("subject_id", flat=True).distinct()
+    )
     counts: dict[int, dict[str, int]] = {}
     rows = (
         published.filter(object_entity_id__in=ids - subjects)
