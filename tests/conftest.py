@@ -17,6 +17,7 @@ from psycopg import sql
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
+    from devtools.graph_server import GraphServer
     from tests.support.tenancy import Tenant
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -132,3 +133,21 @@ def tenant_b(db: None) -> Tenant:
     from tests.support.tenancy import make_tenant
 
     return make_tenant("Globex")
+
+
+@pytest.fixture
+def graph_server(tmp_path: Path) -> Iterator[GraphServer]:
+    """A FalkorDB server of the test's own (its `stop()` is an outage), as the graph."""
+    from django.test import override_settings
+
+    from devtools.common import ServiceError
+    from devtools.graph_server import GraphServer
+
+    server = GraphServer(tmp_path / "graph")
+    try:
+        server.start()
+    except ServiceError as error:
+        pytest.fail(str(error))
+    with override_settings(VERA_MEMORY__FALKORDB_URL=server.url):
+        yield server
+    server.stop()

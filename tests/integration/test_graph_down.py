@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.test import Client, override_settings
+from django.test import Client
 
 from curation import bootstrap
 from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
 from curation.tasks import ingest_now, process_outbox
-from devtools.common import ServiceError
 from devtools.graph_server import GraphServer
 from tenants import rls
 from tests.support.tenancy import Tenant, markdown_source
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def graph_server(tmp_path: Path) -> Iterator[GraphServer]:
-    server = GraphServer(tmp_path)
-    try:
-        server.start()
-    except ServiceError as error:
-        pytest.fail(str(error))
-    with override_settings(VERA_MEMORY__FALKORDB_URL=server.url):
-        yield server
-    server.stop()
 
 
 def _jobs(tenant: Tenant, consumer: Consumer) -> dict[str, int]:

@@ -8,6 +8,8 @@ import socket
 import pytest
 from django.test import Client
 
+from devtools.graph_server import GraphServer
+
 pytestmark = pytest.mark.django_db
 
 
@@ -56,6 +58,23 @@ def test_healthz_is_degraded_naming_the_graph_when_falkordb_is_down(
     assert (body["status"], body["failing"]) == ("degraded", [])
     assert body["degraded"][0].startswith("graph unavailable (")
     assert body["checks"]["graph"]["ok"] is False
+
+
+def test_healthz_goes_degraded_when_the_graph_server_stops_and_ok_when_it_is_back(
+    client: Client, graph_server: GraphServer
+) -> None:
+    # A real FalkorDB server, stopped as an outage would: the node stays in rotation.
+    assert client.get("/healthz").json()["checks"]["graph"]["ok"] is True
+    graph_server.stop()
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 200
+    assert (body["status"], body["failing"]) == ("degraded", [])
+    assert [line.split(" ")[0] for line in body["degraded"]] == ["graph"]
+    assert body["checks"]["graph"]["ok"] is False
+    graph_server.start()
+    body = client.get("/healthz").json()
+    assert (body["status"], body["checks"]["graph"]["ok"]) == ("ok", True)
 
 
 def test_a_search_still_answers_when_the_graph_and_redis_are_down(
