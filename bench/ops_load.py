@@ -25,7 +25,7 @@ from bench.ops_corpus import SOURCES, Corpus, Fact, episode_url
 from curation.domain.tiers import AUTHORITY, ClaimStatus, Tier, Verification
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
 from curation.ports import Embedder
-from retrieval.models import GroupEmbedding, SearchDocument
+from retrieval.models import GroupEmbedding, SearchDocument, Snapshot
 from retrieval.services.index import INDEXED_STATUSES, index_claims
 from tenants import rls
 from tenants.domain.access import Principal
@@ -187,6 +187,40 @@ def loaded_state(*, workspace: Scope) -> LoadedState:
         model=pin.model if pin else None,
         dimension=pin.dimension if pin else None,
     )
+
+
+def sealed_snapshot(*, reuse: bool) -> int:
+    """A sealed knowledge snapshot of the loaded workspace, holding every index document:
+    the newest such one with `reuse`, else one taken and built now (timed)."""
+    from retrieval import bootstrap
+    from retrieval.services.snapshots import Pinning, snapshot_build, snapshot_take
+
+    workspace = Scope.objects.get(name=WORKSPACE)
+    principal = principal_system("bench", group_ids=[workspace.group_id])
+    with rls.tenant_context(principal):
+        documents = SearchDocument.objects.count()
+        if reuse:
+            for snapshot in Snapshot.objects.filter(status=Snapshot.Status.SEALED).order_by("-pk"):
+                if snapshot.counts.get("documents") == documents and snapshot.pins.get(
+                    "postings_per_term"
+                ):
+                    return snapshot.pk
+        taken = snapshot_take(actor=principal, group_id=workspace.group_id, name="bench")
+    providers = bootstrap.providers()
+    pinning = Pinning(
+        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
+    )
+    started = time.perf_counter()
+    built = snapshot_build(taken.pk, actor=principal, pinning=pinning)
+    if built is None:
+        raise SystemExit(f"snapshot {taken.pk} was not built")
+    analyze()  # the snapshot's rows, for the planner, as autovacuum would a little later
+    print(
+        f"snapshot         {built.pk} built and sealed in {time.perf_counter() - started:.0f} s: "
+        f"{built.counts}",
+        flush=True,
+    )
+    return built.pk
 
 
 def _loading_embedder(configured: Embedder) -> Embedder:

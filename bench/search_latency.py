@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.search_latency [--claims 100000] [--requests 400]
         [--concurrency 1,8] [--embedder minilm] [--reuse] [--time-cap 120]
-        [--as-of-requests 100]
+        [--as-of-requests 100] [--snapshot-requests 100]
 
 Loads N published tier-1/2 claims of a synthetic operations corpus (bench/ops_corpus.py:
 services, hosts, owners, dependencies, versions, runbook passages; ~7% with a
@@ -14,7 +14,9 @@ superseded revision; five sources; cited episodes) into its own database
 Every measured query text is distinct and its cached embedding is deleted first, so
 each request embeds its query; a last short run repeats queries ("cached embedding").
 Then one client searches `as_of` three instants across the loaded history (900, 450 and
-30 days ago), each with questions of its own. Per run it prints client wall time and
+30 days ago), each with questions of its own, and a sealed knowledge snapshot of the
+workspace (built first, or the last one with `--reuse`), searched at its instant and
+as of 450 days ago. Per run it prints client wall time and
 server time (the Server-Timing header: the whole Django stack, query embedding
 included) at p50/p95/p99, requests/s and non-200 answers, then p50/p95 of each step
 the search view reports there. The
@@ -286,10 +288,16 @@ def _arguments() -> argparse.Namespace:
         "--as-of-requests", type=int, default=100,
         help="per as_of instant (three across the history, one client); 0: none",
     )  # fmt: skip
+    parser.add_argument(
+        "--snapshot-requests", type=int, default=100,
+        help="per snapshot search run (its instant, and as of 450 days ago); 0: none",
+    )  # fmt: skip
     return parser.parse_args()
 
 
-def _run_levels(base: str, key: str, questions: list[str], args: argparse.Namespace) -> list[Run]:
+def _run_levels(
+    base: str, key: str, questions: list[str], args: argparse.Namespace, snapshot: int | None
+) -> list[Run]:
     runs = []
     for number, level in enumerate(args.concurrency):
         batch = questions[number * args.requests : (number + 1) * args.requests]
@@ -306,6 +314,19 @@ def _run_levels(base: str, key: str, questions: list[str], args: argparse.Namesp
             measure(base=base, key=key, queries=batch, concurrency=1, cap_s=args.time_cap,
                     extra={"as_of": instant}, label=f"as_of {days} days ago, c=1")
         )  # fmt: skip
+    # The sealed snapshot, at its instant and as of the middle instant, one client each.
+    start += len(AS_OF_DAYS_AGO) * args.as_of_requests
+    middle = (dt.datetime.now(dt.UTC) - dt.timedelta(days=AS_OF_DAYS_AGO[1])).isoformat()
+    for number, (extra, label) in enumerate(
+        (({}, "snapshot, c=1"), ({"as_of": middle}, f"snapshot as_of {AS_OF_DAYS_AGO[1]} d, c=1"))
+    ):
+        if snapshot is None:
+            break
+        batch = questions[start + number * args.snapshot_requests :][: args.snapshot_requests]
+        runs.append(
+            measure(base=base, key=key, queries=batch, concurrency=1, cap_s=args.time_cap,
+                    extra={"snapshot": str(snapshot), **extra}, label=label)
+        )  # fmt: skip
     # The first run's questions again: their embeddings are cached now.
     again = questions[: max(1, args.requests // 4)]
     cached = measure(base=base, key=key, queries=again, concurrency=1, cap_s=args.time_cap)
@@ -319,16 +340,17 @@ def main() -> int:
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
     setup_django(fresh=not args.reuse)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
-    from bench.ops_load import ensure_loaded, viewer_key
+    from bench.ops_load import ensure_loaded, sealed_snapshot, viewer_key
     from retrieval import bootstrap
 
     embedder = bootstrap.providers().embedder()
     corpus = ensure_loaded(claims=args.claims, reuse=args.reuse, embedder=embedder)
     key = viewer_key()
+    snapshot = sealed_snapshot(reuse=args.reuse) if args.snapshot_requests else None
     slots = WORKERS * THREADS
     questions = corpus.questions(seed=11)
     needed = slots * WARM_UP_PER_SLOT + args.requests * len(args.concurrency)
-    needed += args.as_of_requests * len(AS_OF_DAYS_AGO)
+    needed += args.as_of_requests * len(AS_OF_DAYS_AGO) + args.snapshot_requests * 2
     if len(questions) < needed:
         raise SystemExit(f"only {len(questions)} distinct questions for {needed} requests")
     warm_up, measured = (
@@ -346,7 +368,7 @@ def main() -> int:
     with http_server(embedder=args.embedder, log=log) as base:
         warm = measure(base=base, key=key, queries=warm_up, concurrency=slots, cap_s=300)
         print(f"warm-up          {len(warm.samples)} requests in {warm.seconds:.1f} s", flush=True)
-        runs = _run_levels(base, key, measured, args)
+        runs = _run_levels(base, key, measured, args, snapshot)
     report(runs)
     return 0
 

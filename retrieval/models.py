@@ -12,6 +12,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import F, Func, Q, Value
+from django.db.models.functions import Lower
 from pgvector.django import VectorField
 
 from retrieval.domain.lexical import PUNCTUATION
@@ -119,6 +120,8 @@ class SearchDocument(models.Model):
         indexes = [
             GinIndex(fields=["tsv"], name="searchdoc_tsv"),
             models.Index(fields=["group_id", "status"], name="searchdoc_group_status"),
+            # The understood list: the claims about the entities a question names.
+            models.Index(Lower("subject_name"), name="searchdoc_subject"),
             # A workspace's documents still on its previous model (a switch's catch-up).
             models.Index(fields=["group_id", "embedding_model"], name="searchdoc_group_model"),
         ]
@@ -666,7 +669,10 @@ class SnapshotDocument(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["snapshot", "claim_id"], name="snapshotdoc_once")
         ]
-        indexes = [GinIndex(fields=["episode_ids"], name="snapshotdoc_episodes")]
+        indexes = [
+            GinIndex(fields=["episode_ids"], name="snapshotdoc_episodes"),
+            models.Index(F("snapshot"), Lower("subject_name"), name="snapshotdoc_subject"),
+        ]
         triggers = [
             # Sealed content is never edited: erasure deletes, nothing updates.
             pgtrigger.Protect(name="snapshotdocument_no_update", operation=pgtrigger.Update),
@@ -675,6 +681,28 @@ class SnapshotDocument(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_id}: claim {self.claim_id}"
+
+
+# A snapshot's document frequencies, kept by statement-level triggers on its postings
+# (copied with an impact: postings copied before have none, and are counted at search).
+_SNAPSHOT_POSTINGS_ADDED = """
+    INSERT INTO retrieval_snapshottermstat AS s (group_id, snapshot_id, term, df)
+        SELECT group_id, snapshot_id, term, count(*) FROM changed WHERE impact IS NOT NULL
+        GROUP BY group_id, snapshot_id, term ORDER BY 2, 3
+    ON CONFLICT (snapshot_id, term) DO UPDATE SET df = s.df + excluded.df;
+    RETURN NULL;
+"""
+_SNAPSHOT_POSTINGS_REMOVED = """
+    UPDATE retrieval_snapshottermstat AS s SET df = s.df - r.df
+        FROM (
+            SELECT snapshot_id, term, count(*) AS df FROM changed WHERE impact IS NOT NULL
+            GROUP BY snapshot_id, term ORDER BY 1, 2
+        ) AS r
+        WHERE s.snapshot_id = r.snapshot_id AND s.term = r.term;
+    DELETE FROM retrieval_snapshottermstat AS s USING changed AS r
+        WHERE s.snapshot_id = r.snapshot_id AND s.term = r.term AND s.df <= 0;
+    RETURN NULL;
+"""
 
 
 class SnapshotTerm(models.Model):
@@ -689,12 +717,75 @@ class SnapshotTerm(models.Model):
     claim_id = models.BigIntegerField()
     tf = models.PositiveIntegerField()
     doc_len = models.PositiveIntegerField()
+    # As `LexicalTerm`'s, for the snapshot: the impact (BM25's term-frequency part at the
+    # snapshot's own average length) orders a term's postings, best first; `published`
+    # and the validity are its document's, so a search at the snapshot's instant or as of
+    # a time with no other filter reads the postings alone. All under the seal; NULL in
+    # snapshots sealed before they were copied, whose searches read every posting.
+    impact = models.FloatField(null=True)
+    published = models.BooleanField(null=True)
+    valid_from = models.DateTimeField(null=True)
+    valid_to = models.DateTimeField(null=True)
 
     class Meta:
+        indexes = [
+            # Covering (row-level security reads group_id): an index-only scan of the
+            # best postings of each query term that stops early, valid then.
+            models.Index(
+                fields=["snapshot", "term", "-impact"],
+                include=["claim_id", "tf", "doc_len", "group_id", "valid_from", "valid_to"],
+                name="snapterm_term_impact",
+            ),
+            models.Index(
+                fields=["snapshot", "term", "-impact"],
+                include=["claim_id", "tf", "doc_len", "group_id"],
+                condition=Q(published=True),
+                name="snapterm_published_impact",
+            ),
+        ]
         triggers = [
             pgtrigger.Protect(name="snapshotterm_no_update", operation=pgtrigger.Update),
             *_generation_triggers("snapshotterm"),
-        ]
+            pgtrigger.Trigger(
+                name="snapshotterm_count_added", when=pgtrigger.After,
+                operation=pgtrigger.Insert, level=pgtrigger.Statement,
+                referencing=pgtrigger.Referencing(new="changed"), func=_SNAPSHOT_POSTINGS_ADDED,
+            ),
+            pgtrigger.Trigger(
+                name="snapshotterm_count_removed", when=pgtrigger.After,
+                operation=pgtrigger.Delete, level=pgtrigger.Statement,
+                referencing=pgtrigger.Referencing(old="changed"),
+                func=_SNAPSHOT_POSTINGS_REMOVED,
+            ),
+        ]  # fmt: skip
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_id}: {self.term!r} in claim {self.claim_id}"
+
+
+class SnapshotTermStat(models.Model):
+    """How many of a snapshot's documents contain a term (BM25's document frequency), kept
+    by triggers on its postings; under the seal with them."""
+
+    pk = models.CompositePrimaryKey("snapshot_id", "term")
+    group_id = models.CharField(max_length=40)
+    snapshot = models.ForeignKey(
+        Snapshot, on_delete=models.CASCADE, related_name="+", db_index=False
+    )  # the primary key leads with it
+    term = models.TextField()
+    df = models.PositiveIntegerField()
+
+    class Meta:
+        # Its postings' triggers update it (an erasure); so the seal is re-verified after
+        # any change to it, an update moves the generation too.
+        triggers = [
+            *_generation_triggers("snapshottermstat"),
+            pgtrigger.Trigger(
+                name="snapshottermstat_updated", when=pgtrigger.After,
+                operation=pgtrigger.Update, level=pgtrigger.Statement,
+                referencing=pgtrigger.Referencing(new="changed"), func=_SNAPSHOT_CHANGED,
+            ),
+        ]  # fmt: skip
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot_id}: {self.term!r} in {self.df}"

@@ -36,9 +36,10 @@ from django.utils import timezone
 
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
 from curation.domain.ontology import Ontology
+from curation.domain.validity import VALID_NOW
 from curation.models import Claim, Evidence
 from curation.selectors import ontology_at, ontology_for
-from retrieval.domain import ranking
+from retrieval.domain import lexical, ranking
 from retrieval.domain.query import Query
 from retrieval.domain.results import Result
 from retrieval.models import GroupEmbedding, SearchDocument, Snapshot, SnapshotDocument
@@ -160,13 +161,8 @@ def snapshot_copy(snapshot_id: int, pinning: Pinning) -> Snapshot | None:
         _copy_documents(snapshot, claim_ids[start : start + BUILD_BATCH], pins)
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            INSERT INTO retrieval_snapshotterm (group_id, snapshot_id, term, claim_id, tf, doc_len)
-            SELECT t.group_id, %s, t.term, t.claim_id, t.tf, t.doc_len
-            FROM retrieval_lexicalterm t
-            JOIN retrieval_snapshotdocument d ON d.snapshot_id = %s AND d.claim_id = t.claim_id
-            """,
-            [snapshot.pk, snapshot.pk],
+            _POSTINGS_COPY,
+            {"id": snapshot.pk, "k1": lexical.K1, "b": lexical.B, "valid_now": VALID_NOW},
         )
     snapshot.taken_at = taken_at
     snapshot.pins = pins
@@ -181,6 +177,31 @@ def snapshot_copy(snapshot_id: int, pinning: Pinning) -> Snapshot | None:
     )  # fmt: skip
     logger.info("snapshot %s of %s sealed: %s", snapshot.pk, group_id, snapshot.counts)
     return snapshot
+
+
+# The copied documents' postings, each with its impact at the snapshot's own average
+# length (what `counts` reports: tokens over documents with postings) and its
+# document's status and validity; their triggers count the document frequencies.
+_POSTINGS_COPY = """
+    WITH p AS (
+        SELECT t.group_id, t.term, t.claim_id, t.tf, t.doc_len, d.status, d.valid_from,
+               d.valid_to
+        FROM retrieval_lexicalterm t
+        JOIN retrieval_snapshotdocument d ON d.snapshot_id = %(id)s AND d.claim_id = t.claim_id
+    ),
+    c AS (
+        SELECT sum(doc_len)::float8 / nullif(count(*), 0) AS avg_len
+        FROM (SELECT DISTINCT ON (claim_id) doc_len FROM p) x
+    )
+    INSERT INTO retrieval_snapshotterm (
+        group_id, snapshot_id, term, claim_id, tf, doc_len, impact, published, valid_from,
+        valid_to
+    )
+    SELECT p.group_id, %(id)s, p.term, p.claim_id, p.tf, p.doc_len,
+           p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / c.avg_len)),
+           p.status = %(valid_now)s, p.valid_from, p.valid_to
+    FROM p CROSS JOIN c
+"""
 
 
 def _pins(group_id: str, pinning: Pinning) -> dict[str, Any]:
@@ -225,6 +246,8 @@ def _pins(group_id: str, pinning: Pinning) -> dict[str, Any]:
         ),
         "ranker_version": ranking.RANKER_VERSION,
         "half_life_s": ranking.HALF_LIFE_S,
+        # How many of its best postings each query term reads (their order is under the seal).
+        "postings_per_term": sql.POSTINGS_PER_TERM,
     }
 
 
@@ -323,6 +346,8 @@ def _counts(snapshot_id: int) -> dict[str, int]:
 
 # One digest per row, every column that ranking or a hit reads, in a text form that does
 # not depend on the session (epochs, not local times; Postgres prints floats exactly).
+# A NULL is left out (`concat_ws`), so postings copied before they had an impact (and
+# their validity) digest as they did when sealed; those snapshots have no term statistics.
 _ROW_DIGESTS = """
     SELECT 'd:' || lpad(claim_id::text, 20, '0') AS k, md5(concat_ws('|',
         claim_id, text, embedding::text, dimension, embedding_model, companion::text,
@@ -332,8 +357,13 @@ _ROW_DIGESTS = """
     FROM retrieval_snapshotdocument WHERE snapshot_id = %(id)s
     UNION ALL
     SELECT 't:' || lpad(claim_id::text, 20, '0') || ':' || term, md5(concat_ws('|',
-        term, claim_id, tf, doc_len))
+        term, claim_id, tf, doc_len, CASE WHEN impact IS NOT NULL THEN concat_ws(':',
+            impact, published, coalesce(extract(epoch FROM valid_from)::text, '-'),
+            coalesce(extract(epoch FROM valid_to)::text, '-')) END))
     FROM retrieval_snapshotterm WHERE snapshot_id = %(id)s
+    UNION ALL
+    SELECT 's:' || term, md5(concat_ws('|', term, df))
+    FROM retrieval_snapshottermstat WHERE snapshot_id = %(id)s
 """
 
 
@@ -483,6 +513,7 @@ def snapshot_search(
         snapshot_id=snapshot.pk,
         size=counts.get("lexical_documents", 0),
         avg_len=counts.get("tokens", 0) / max(counts.get("lexical_documents", 0), 1),
+        per_term=pins.get("postings_per_term"),
     )
     if snapshot.taken_at is None:  # a sealed snapshot always has it
         raise SnapshotRefused(f"snapshot {snapshot.pk} has no instant; it cannot be searched")

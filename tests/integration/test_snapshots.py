@@ -19,14 +19,24 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Count
 from django.test import Client
 
 from curation.models import Source
 from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap
-from retrieval.domain import ranking
+from retrieval.domain import lexical, ranking
+from retrieval.domain.query import Query
 from retrieval.domain.ranking import Weights
-from retrieval.models import SearchDocument, Snapshot, SnapshotDocument
+from retrieval.models import (
+    SearchDocument,
+    Snapshot,
+    SnapshotDocument,
+    SnapshotTerm,
+    SnapshotTermStat,
+)
+from retrieval.services.search import sql
+from retrieval.services.search.snapshot_sql import SnapshotIndex
 from retrieval.services.snapshots import Pinning, snapshot_build, snapshot_take
 from retrieval.services.weights import weight_set_activate, weight_set_create
 from tenants import rls
@@ -70,6 +80,18 @@ def _answer(body: dict) -> list[tuple]:
          hit["score"], [c["snippet"] for c in hit["citations"]])
         for hit in body["hits"]
     ]  # fmt: skip
+
+
+def _term_counts(snapshot_id: int) -> tuple[dict[str, int], dict[str, int]]:
+    """The snapshot's document frequencies as its triggers keep them, and recounted."""
+    kept = dict(SnapshotTermStat.objects.filter(snapshot_id=snapshot_id).values_list("term", "df"))
+    counted = dict(
+        SnapshotTerm.objects.filter(snapshot_id=snapshot_id)
+        .values("term")
+        .annotate(n=Count("*"))
+        .values_list("term", "n")
+    )
+    return kept, counted
 
 
 def _sealed(client: Client, user, snapshot_id: int) -> dict:
@@ -249,6 +271,10 @@ def test_erasure_removes_its_content_from_sealed_snapshots_which_are_resealed(
         )
     assert snapshot.status == Snapshot.Status.SEALED
     assert f"re-sealed after the erasure of source {source_id}" in snapshot.notes
+    with rls.tenant_context(admin):
+        kept, counted = _term_counts(snapshot.pk)
+    assert kept == counted  # the erased postings' terms counted down, to none for some
+    assert "secret" not in kept
     assert "while building" in unsealed.notes  # a build under way starts again
     assert left
     assert all("k8s-secret-7" not in text and "payments-team" not in text for text in left)
@@ -261,3 +287,87 @@ def test_erasure_removes_its_content_from_sealed_snapshots_which_are_resealed(
     call_command("erasure_verify", str(tombstone["id"]), stdout=out)
     assert "is complete: nothing of it" in out.getvalue()
     assert other_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_snapshot_postings_are_read_best_first_by_an_impact_under_the_seal(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    docs = {
+        f"s{n}.md": f"# Service {n}\n\nThe api-{n} runs on k8s-prod-{n}. "
+        + "The api-gateway fronts it. " * n
+        for n in range(1, 7)
+    }
+    ingest_markdown(tenant_a, tmp_path, docs)
+    group_id = tenant_a.workspace.group_id
+    admin = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(admin):
+        taken = snapshot_take(actor=admin, group_id=group_id, name="impact")
+    providers = bootstrap.providers()
+    pinning = Pinning(
+        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
+    )
+    snapshot = snapshot_build(
+        taken.pk, actor=principal_system("t", group_ids=[group_id]), pinning=pinning
+    )
+    assert snapshot is not None
+    assert snapshot.pins["postings_per_term"] == sql.POSTINGS_PER_TERM
+    with rls.tenant_context(admin):
+        kept, counted = _term_counts(snapshot.pk)
+    assert kept == counted
+    assert kept["gateway"] == 6
+    counts = snapshot.counts
+    avg = counts["tokens"] / counts["lexical_documents"]
+    index = SnapshotIndex(snapshot.pk, counts["lexical_documents"], avg, per_term=1)
+    where, params = sql.where_clause(Query(text="gateway"))
+    with rls.tenant_context(admin):
+        postings = list(
+            SnapshotTerm.objects.filter(snapshot=snapshot, term="gateway").values_list(
+                "claim_id", "tf", "doc_len", "impact"
+            )
+        )
+        # Each posting's impact is BM25's term-frequency part at the snapshot's average.
+        for _, tf, doc_len, impact in postings:
+            expected = (
+                tf
+                * (lexical.K1 + 1)
+                / (tf + lexical.K1 * (1 - lexical.B + lexical.B * doc_len / avg))
+            )
+            assert impact == pytest.approx(expected)
+        best = max(postings, key=lambda row: (row[3], -row[0]))[0]
+        # One posting a term read: the best by impact; all of them: every posting's claim.
+        assert index.fulltext(Query(text="gateway"), where, params, 10) == [best]
+        every = SnapshotIndex(snapshot.pk, index.size, avg, per_term=None)
+        pinned = SnapshotIndex(snapshot.pk, index.size, avg, per_term=sql.POSTINGS_PER_TERM)
+        # At the snapshot's instant, as of a time, and filtered (the documents joined).
+        instant, seen = snapshot.taken_at, 0
+        for text in ("gateway", "api gateway k8s prod 3", "runs on"):
+            for asked in (
+                Query(text=text),
+                Query(text=text, as_of=instant),
+                Query(text=text, predicate="RUNS_ON"),
+            ):
+                where, params = sql.where_clause(asked)
+                found = every.fulltext(asked, where, params, 10)
+                assert found or asked.predicate, asked
+                assert pinned.fulltext(asked, where, params, 10) == found
+                seen += bool(found)
+        assert seen >= 7  # a runs-on question finds the RUNS_ON claims
+
+        # The impact is under the seal: a posting put back with another is refused.
+        claim_id, tf, doc_len, impact = postings[0]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM retrieval_snapshotterm WHERE snapshot_id = %s AND term = 'gateway'"
+                " AND claim_id = %s",
+                [snapshot.pk, claim_id],
+            )
+            cursor.execute(
+                "INSERT INTO retrieval_snapshotterm"
+                " (group_id, snapshot_id, term, claim_id, tf, doc_len, impact)"
+                " VALUES (%s, %s, 'gateway', %s, %s, %s, %s)",
+                [group_id, snapshot.pk, claim_id, tf, doc_len, impact + 1],
+            )
+    response = _get(client, tenant_a.viewer, "/api/v1/search", q="gateway", snapshot=snapshot.pk)
+    assert response.status_code == 409
+    assert "no longer matches its seal" in response.json()["detail"]

@@ -1,9 +1,10 @@
 """The search's SQL over a sealed knowledge snapshot instead of the live index.
 
 The same five reads as `sql` (full text, term coverage, vectors, votes, documents),
-over the snapshot's copies: BM25 from its own postings and corpus statistics, an exact
-vector scan (deterministic, where an approximate index's answer could drift), and the
-votes as they were when it was taken. The valid-time and caller filters are `sql`'s,
+over the snapshot's copies: BM25 from its own postings and corpus statistics (each
+term's best postings by impact, as live), the nearest of its vectors through the same
+kind of HNSW index as live (ranked exactly when the index scan comes back short), and
+the votes as they were when it was taken. The valid-time and caller filters are `sql`'s,
 on the snapshot's documents (`d`, same columns). Row-level security still applies.
 """
 
@@ -19,7 +20,51 @@ from django.db.models import Value
 from retrieval.domain import lexical
 from retrieval.domain.understanding import FUNCTION_WORDS
 from retrieval.models import SnapshotDocument
-from retrieval.services.search.sql import LEXEMES, QUERY_WORDS, Candidate, vector_literal
+from retrieval.services.search.sql import (
+    AS_OF,
+    LEXEMES,
+    NOW,
+    QUERY_WORDS,
+    TERM_SCORE,
+    Candidate,
+    Nearest,
+    nearest,
+    vector_literal,
+)
+
+# One term's best postings in the snapshot, as SQL on `w.term` (its id first): at the
+# snapshot's instant or as of a time with no other filter, the covering indexes answer
+# alone; otherwise the documents are joined for the filters. As `sql._postings` live.
+_POSTINGS_NOW = """
+    SELECT t.claim_id, t.tf, t.doc_len FROM retrieval_snapshotterm t
+    WHERE t.snapshot_id = %s AND t.term = w.term AND t.published
+    ORDER BY t.impact DESC
+    LIMIT %s
+"""
+_POSTINGS_AS_OF = """
+    SELECT t.claim_id, t.tf, t.doc_len FROM retrieval_snapshotterm t
+    WHERE t.snapshot_id = %s AND t.term = w.term
+        AND t.valid_from <= %s AND (t.valid_to IS NULL OR t.valid_to > %s)
+    ORDER BY t.impact DESC
+    LIMIT %s
+"""
+_POSTINGS_FILTERED = """
+    SELECT t.claim_id, t.tf, t.doc_len
+    FROM retrieval_snapshotterm t
+    JOIN retrieval_snapshotdocument d ON d.snapshot_id = t.snapshot_id AND d.claim_id = t.claim_id
+    WHERE t.snapshot_id = %s AND t.term = w.term AND {where}
+    ORDER BY t.impact DESC
+    LIMIT %s
+"""
+
+
+def _postings(where: str, params: list[Any]) -> tuple[str, list[Any]]:
+    """The postings SQL for these filters, and the values it takes after the snapshot id."""
+    if where == NOW:
+        return _POSTINGS_NOW, []
+    if where == AS_OF:
+        return _POSTINGS_AS_OF, params
+    return _POSTINGS_FILTERED.format(where=where), params
 
 
 @dataclass(frozen=True)
@@ -29,9 +74,59 @@ class SnapshotIndex:
     snapshot_id: int
     size: int  # documents with postings
     avg_len: float
+    # The postings each query term reads (its best by impact), as pinned when it was
+    # sealed; None for a snapshot sealed before postings carried their impact.
+    per_term: int | None = None
 
     def fulltext(self, query: Any, where: str, params: list[Any], depth: int) -> list[int]:
-        """BM25 over the snapshot's postings, every posting of the query's terms read."""
+        """BM25 over the snapshot's postings: each term's best `per_term` that pass the
+        filters find the candidates, scored exactly from all their postings (as
+        `sql.lexical_scores` does live); every posting read when `per_term` is None."""
+        if self.per_term is None:
+            return self._fulltext_every_posting(query, where, params, depth)
+        postings, filters = _postings(where, params)
+        sql = f"""
+            WITH q AS (
+                SELECT array_agg(DISTINCT word) AS terms FROM unnest({LEXEMES}) AS word
+            ),
+            c AS (SELECT %s::float8 AS n, %s::float8 AS avg_len, %s::float8 AS k1,
+                         %s::float8 AS b),
+            w AS (
+                SELECT s.term, ln(1 + (c.n - s.df + 0.5) / (s.df + 0.5)) AS idf
+                FROM retrieval_snapshottermstat s, c
+                WHERE s.snapshot_id = %s AND s.term = ANY ((SELECT terms FROM q)::text[])
+            ),
+            candidates AS (
+                SELECT p.claim_id
+                FROM w CROSS JOIN c CROSS JOIN LATERAL ({postings}) p
+                GROUP BY p.claim_id
+                ORDER BY sum({TERM_SCORE.format(t="p")}) DESC, p.claim_id
+                LIMIT %s
+            )
+            SELECT h.claim_id, sum({TERM_SCORE.format(t="t")}) AS score
+            FROM candidates h CROSS JOIN w CROSS JOIN c
+            CROSS JOIN LATERAL (  -- one primary-key probe per candidate and term
+                SELECT t.tf, t.doc_len FROM retrieval_snapshotterm t
+                WHERE t.snapshot_id = %s AND t.term = w.term AND t.claim_id = h.claim_id
+                LIMIT 1
+            ) t
+            GROUP BY h.claim_id
+            ORDER BY score DESC, h.claim_id
+        """  # noqa: S608 - `where` is built from fixed fragments; values are parameters
+        values = [
+            query.text, lexical.PUNCTUATION, self.size, self.avg_len or 1.0, lexical.K1,
+            lexical.B, self.snapshot_id, self.snapshot_id, *filters, self.per_term, depth,
+            self.snapshot_id,
+        ]  # fmt: skip
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
+            return [row[0] for row in cursor.fetchall()]
+
+    def _fulltext_every_posting(
+        self, query: Any, where: str, params: list[Any], depth: int
+    ) -> list[int]:
+        """BM25 over every posting of the query's terms (a snapshot sealed before its
+        postings carried their impact)."""
         sql = f"""
             WITH q AS (
                 SELECT array_agg(DISTINCT word) AS terms FROM unnest({LEXEMES}) AS word
@@ -122,22 +217,19 @@ class SnapshotIndex:
         """The nearest of the snapshot's documents by the pinned model's (or its
         companion's) vectors: an exact scan, the same answer every time."""
         dim, literal = vector_literal(embedding)
-        column = "d.companion" if companion else "d.embedding"
-        # A companion vector has the companion model's dimension, which `dim` is.
-        own = f"{column} IS NOT NULL" + (
-            "" if companion else f" AND d.dimension = {dim} AND d.embedding_model = %s"
+        # A companion vector has the companion model's dimension, which `dim` is; no
+        # index holds the companion column, so it is ranked exactly.
+        own = "d.companion IS NOT NULL" if companion else (
+            f"d.dimension = {dim} AND d.embedding_model = %s"
+        )  # fmt: skip
+        where_nearest = Nearest(
+            source="retrieval_snapshotdocument d",
+            column="d.companion" if companion else "d.embedding",
+            filters=f"d.snapshot_id = %s AND {own} AND {where}",
+            values=[self.snapshot_id, *([] if companion else [model]), *params],
+            dim=dim,
         )
-        sql = f"""
-            SELECT d.claim_id, {column}::vector({dim}) <=> %s::vector({dim}) AS distance
-            FROM retrieval_snapshotdocument d
-            WHERE d.snapshot_id = %s AND {own} AND {where}
-            ORDER BY distance, d.claim_id
-            LIMIT %s
-        """  # noqa: S608 - dim is an int from a fixed set; values are parameters
-        values = [literal, self.snapshot_id, *([] if companion else [model]), *params, depth]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, values)
-            return [(row[0], 1.0 - row[1]) for row in cursor.fetchall()]
+        return nearest(where_nearest, literal, depth, indexed=not companion)
 
     def votes(self, claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
         """(up, down) per claim as they were when the snapshot was taken."""

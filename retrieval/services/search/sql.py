@@ -100,7 +100,7 @@ def _postings(where: str, params: list[Any]) -> tuple[str, list[Any]]:
 
 # One posting's BM25 term score, as SQL on the posting `{t}`, its term's weight `w`
 # and the corpus `c` (which carries k1 and b).
-_TERM_SCORE = (
+TERM_SCORE = (
     "w.idf * {t}.tf * (c.k1 + 1) / ({t}.tf + c.k1 * (1 - c.b + c.b * {t}.doc_len / c.avg_len))"
 )
 
@@ -144,10 +144,10 @@ def lexical_scores(
             SELECT p.claim_id
             FROM weights w CROSS JOIN corpus c CROSS JOIN LATERAL ({postings}) p
             GROUP BY p.claim_id
-            ORDER BY sum({_TERM_SCORE.format(t="p")}) DESC, p.claim_id
+            ORDER BY sum({TERM_SCORE.format(t="p")}) DESC, p.claim_id
             LIMIT %s
         )
-        SELECT h.claim_id, sum({_TERM_SCORE.format(t="t")}) AS score
+        SELECT h.claim_id, sum({TERM_SCORE.format(t="t")}) AS score
         FROM candidates h CROSS JOIN weights w CROSS JOIN corpus c
         CROSS JOIN LATERAL (  -- one primary-key probe per candidate and term (LIMIT: never a
             SELECT t.tf, t.doc_len FROM retrieval_lexicalterm t  -- join reading whole lists)
@@ -266,16 +266,52 @@ def vector(
             "retrieval_searchdocument d",
             f"d.dimension = {dim} AND d.embedding_model = %s",
         )
-    column = "v.embedding" if companion else "d.embedding"
+    return nearest(
+        Nearest(
+            source=source,
+            column="v.embedding" if companion else "d.embedding",
+            filters=f"{own} AND {where}",
+            values=[model, *params],
+            dim=dim,
+        ),
+        literal,
+        depth,
+    )
+
+
+class Nearest(NamedTuple):
+    """Where a vector list reads: rows `d` of `source` that pass `filters` (with `values`),
+    compared by `column` (an HNSW index over `column::vector(dim)` serves it)."""
+
+    source: str
+    column: str
+    filters: str
+    values: list[Any]
+    dim: int
+
+
+def nearest(
+    where: Nearest, literal: str, depth: int, *, indexed: bool = True
+) -> list[tuple[int, float]]:
+    """The `depth` rows nearest the query vector (`literal`), nearest first, with their
+    cosine similarities: from the HNSW index, or ranked exactly when the index scan came
+    back short (or `indexed` is false: nothing indexes the column).
+
+    The index scan's rows are sorted again (its iterative scan may yield them slightly
+    out of order), so equal inputs give one order.
+    """
+    dim, column, source, filters = where.dim, where.column, where.source, where.filters
     distance = f"{column}::vector({dim}) <=> %s::vector({dim})"
-    filters = f"{own} AND {where}"
     approximate = f"""
-        SELECT d.claim_id, {distance} AS distance
-        FROM {source}
-        WHERE {filters}
-        ORDER BY distance, d.claim_id
-        LIMIT %s
-    """  # noqa: S608 - dim is an int from a fixed set; values are parameters
+        WITH a AS MATERIALIZED (
+            SELECT d.claim_id, {distance} AS distance
+            FROM {source}
+            WHERE {filters}
+            ORDER BY distance, d.claim_id
+            LIMIT %s
+        )
+        SELECT claim_id, distance FROM a ORDER BY distance, claim_id
+    """  # noqa: S608 - dim is an int from a fixed set; the rest fixed fragments
     # The materialised filter set is ordered by sorting it: no index can serve the ORDER BY.
     exact = f"""
         WITH m AS MATERIALIZED (
@@ -287,12 +323,14 @@ def vector(
         LIMIT %s
     """  # noqa: S608 - as above
     with connection.cursor() as cursor:
-        # Keep scanning the HNSW graph until enough rows pass the filters.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(approximate, [literal, model, *params, depth])
-        rows = cursor.fetchall()
+        rows: list[Any] = []
+        if indexed:
+            # Keep scanning the HNSW graph until enough rows pass the filters.
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute(approximate, [literal, *where.values, depth])
+            rows = cursor.fetchall()
         if len(rows) < depth:
-            cursor.execute(exact, [model, *params, literal, depth])
+            cursor.execute(exact, [*where.values, literal, depth])
             rows = cursor.fetchall()
         return [(row[0], 1.0 - row[1]) for row in rows]
 
