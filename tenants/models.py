@@ -21,6 +21,9 @@ class Scope(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Archived: read-only for its members (their roles there count as viewer's), its API
+    # keys refused; set on the scope and everything under it (`scope_archive`).
+    archived_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Requests per VERA_RATE_LIMIT__WINDOW_S for this scope (blank: the server default),
     # for all its principals together and for each one; they apply where the scope is the
     # root of a principal's reach (an API key's own scope, a member's top scope).

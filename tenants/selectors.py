@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from tenants.domain.access import (
     Principal,
@@ -20,11 +20,13 @@ from tenants.models import ApiKey, AuditEvent, Membership, Scope
 # principal with it: the level-by-level walk was two or three queries per call).
 _SUBTREE = """
     WITH RECURSIVE tree AS (
-        SELECT id, parent_id, group_id FROM tenants_scope WHERE id = ANY(%s)
+        SELECT id, parent_id, group_id, archived_at IS NOT NULL AS archived
+        FROM tenants_scope WHERE id = ANY(%s)
         UNION
-        SELECT s.id, s.parent_id, s.group_id FROM tenants_scope s JOIN tree t ON s.parent_id = t.id
+        SELECT s.id, s.parent_id, s.group_id, s.archived_at IS NOT NULL
+        FROM tenants_scope s JOIN tree t ON s.parent_id = t.id
     )
-    SELECT id, parent_id, group_id FROM tree
+    SELECT id, parent_id, group_id, archived FROM tree
 """
 
 
@@ -34,7 +36,7 @@ def _scope_tree(root_ids: set[int]) -> list[ScopeNode]:
         return []
     with connection.cursor() as cursor:
         cursor.execute(_SUBTREE, [sorted(root_ids)])
-        return [ScopeNode(pk, parent, group) for pk, parent, group in cursor.fetchall()]
+        return [ScopeNode(*row) for row in cursor.fetchall()]
 
 
 def _memberships(user_id: int) -> list[tuple[int, Role]]:
@@ -64,14 +66,38 @@ def principal_for_api_key(key: ApiKey) -> Principal:
 
     One subtree query serves both: the owner's membership scopes and the key's scope are
     its roots, so the key's scope and everything under it are among the nodes it returns.
+    A key of an archived scope reaches nothing.
     """
     memberships = _memberships(key.owner_id)
     nodes = _scope_tree({scope for scope, _ in memberships} | {key.scope_id})
     within = subtree_groups(nodes, key.scope_id)
     owner = effective_roles(nodes, memberships) if memberships else {}
     roles = cap_roles(owner, ceiling=Role(key.role_ceiling), within=within)
+    if any(node.id == key.scope_id and node.archived for node in nodes):
+        roles = {}  # an archived scope's keys reach nothing (authentication refuses them)
     return Principal(
         label=f"api-key:{key.prefix}", user_id=key.owner_id, roles=roles, api_key_id=key.pk
+    )
+
+
+def scopes_reached(principal: Principal) -> QuerySet[Scope]:
+    """Every scope the principal has a role in, by kind then name."""
+    return (
+        Scope.objects.filter(group_id__in=sorted(principal.group_ids))
+        .select_related("parent")
+        .order_by("kind", "name")
+    )
+
+
+def members_of(scope: Scope) -> QuerySet[Membership]:
+    """The scope's own members (not those whose role reaches it from above), with their
+    live keys in the scope; the highest roles first."""
+    live = Q(user__api_keys__scope=scope, user__api_keys__revoked_at__isnull=True)
+    return (
+        Membership.objects.filter(scope=scope)
+        .select_related("user")
+        .annotate(keys=Count("user__api_keys", filter=live))
+        .order_by("-role", "user__username")
     )
 
 

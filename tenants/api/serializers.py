@@ -6,8 +6,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from tenants.domain.scopes import Role
-from tenants.models import ApiKey, AuditEvent
+from tenants.domain.scopes import Role, ScopeKind
+from tenants.models import ApiKey, AuditEvent, Membership, Scope
 from tenants.services.api_keys import IssuedKey
 
 ROLE_NAMES = [role.name.lower() for role in Role]
@@ -95,3 +95,75 @@ class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
             "id", "group_id", "actor_label", "action", "target_type", "target_id",
             "data", "ip_address", "created_at",
         ]  # fmt: skip
+
+
+class ScopeSerializer(serializers.ModelSerializer[Scope]):
+    """A scope the caller reaches, with the caller's role there."""
+
+    kind = serializers.SerializerMethodField()
+    # A declared field named as Field's own `parent` (DRF's metaclass pops it from the class).
+    parent = serializers.CharField(  # type: ignore[assignment]
+        source="parent.group_id", default=None, read_only=True
+    )
+    role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Scope
+        fields = ["group_id", "kind", "name", "parent", "role", "created_at", "archived_at"]
+
+    def get_kind(self, scope: Scope) -> str:
+        return ScopeKind(scope.kind).name.lower()
+
+    def get_role(self, scope: Scope) -> str | None:
+        roles = self.context.get("roles", {})
+        role = roles.get(scope.group_id)
+        return role.name.lower() if role is not None else None
+
+
+class ScopeOpenSerializer(serializers.Serializer[None]):
+    """Input for opening a workspace (under an organisation) or a project (under a workspace)."""
+
+    kind = serializers.ChoiceField(choices=["workspace", "project"])
+    name = serializers.CharField(max_length=200)
+    parent = serializers.CharField(  # type: ignore[assignment]  # as ScopeSerializer's
+        max_length=40, help_text="group id of the scope above"
+    )
+
+
+class ScopeChangeSerializer(serializers.Serializer[None]):
+    """Input for renaming a scope, or archiving (or restoring) it; neither changes nothing."""
+
+    name = serializers.CharField(max_length=200, required=False)
+    archived = serializers.BooleanField(required=False)
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True)
+
+
+class MemberSerializer(serializers.ModelSerializer[Membership]):
+    """A member of a scope: who, their role, since when, last seen, live keys there."""
+
+    user_id = serializers.IntegerField(read_only=True)
+    username = serializers.CharField(source="user.username", read_only=True)
+    email = serializers.CharField(source="user.email", read_only=True)
+    active = serializers.BooleanField(source="user.is_active", read_only=True)
+    role = RoleField(read_only=True)
+    since = serializers.DateTimeField(source="created_at", read_only=True)
+    last_seen = serializers.DateTimeField(source="user.last_login", read_only=True)
+    keys = serializers.IntegerField(read_only=True, help_text="live API keys in this scope")
+
+    class Meta:
+        model = Membership
+        fields = ["user_id", "username", "email", "active", "role", "since", "last_seen", "keys"]
+
+
+class MemberRoleSerializer(serializers.Serializer[None]):
+    """Input for changing a member's role."""
+
+    role = RoleField()
+
+
+class MemberAddSerializer(MemberRoleSerializer):
+    """Input for adding an existing user to a scope, with a role."""
+
+    user = serializers.CharField(
+        max_length=254, help_text="username or email of an existing, active user"
+    )

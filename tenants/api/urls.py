@@ -9,5 +9,13 @@ urlpatterns = [
     path("keys", views.ApiKeyListView.as_view(), name="api-keys"),
     path("keys/<int:key_id>/rotate", views.ApiKeyRotateView.as_view(), name="api-key-rotate"),
     path("keys/<int:key_id>/revoke", views.ApiKeyRevokeView.as_view(), name="api-key-revoke"),
+    path("scopes", views.ScopeListView.as_view(), name="api-scopes"),
+    path("scopes/<str:group_id>", views.ScopeView.as_view(), name="api-scope"),
+    path("scopes/<str:group_id>/members", views.MemberListView.as_view(), name="api-members"),
+    path(
+        "scopes/<str:group_id>/members/<int:user_id>",
+        views.MemberView.as_view(),
+        name="api-member",
+    ),
     path("audit-events", views.AuditEventListView.as_view(), name="api-audit-events"),
 ]

@@ -1,12 +1,15 @@
-"""REST endpoints: who am I, API keys (issue, rotate, revoke), the audit trail."""
+"""REST endpoints: who am I, API keys (issue, rotate, revoke), scopes and their members, the
+audit trail."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,13 +21,19 @@ from tenants.api.serializers import (
     ApiKeySerializer,
     AuditEventSerializer,
     IssuedKeySerializer,
+    MemberAddSerializer,
+    MemberRoleSerializer,
+    MemberSerializer,
     MeSerializer,
+    ScopeChangeSerializer,
+    ScopeOpenSerializer,
+    ScopeSerializer,
 )
 from tenants.domain.access import Principal
-from tenants.domain.scopes import Role
+from tenants.domain.scopes import Role, ScopeKind
 from tenants.middleware import request_principal
 from tenants.models import ApiKey, AuditEvent, Scope
-from tenants.services import api_keys
+from tenants.services import api_keys, scopes
 from tenants.services.scopes import PermissionDenied
 
 
@@ -132,3 +141,150 @@ class AuditEventListView(generics.ListAPIView[AuditEvent]):
 
     def get_queryset(self) -> QuerySet[AuditEvent]:
         return selectors.audit_events(principal_of(self.request))
+
+
+def _scope_use_case[T](call: Callable[[], T], *, field: str = "detail") -> T:
+    """Run a scope or member use case, its refusals as 404, 403 and 400 with the reason."""
+    try:
+        return call()
+    except scopes.NotFound as error:
+        raise exceptions.NotFound(str(error)) from None
+    except PermissionDenied as error:
+        raise exceptions.PermissionDenied(str(error)) from None
+    except ValueError as error:
+        raise exceptions.ValidationError({field: str(error)}) from None
+
+
+class ScopeListView(APIView):
+    """The scopes the caller reaches, with its role in each; POST opens a workspace (under
+    an organisation, by its owners and admins) or a project (under a workspace, by its
+    admins)."""
+
+    @extend_schema(responses={200: ScopeSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        principal = principal_of(request)
+        found = selectors.scopes_reached(principal)
+        return Response(ScopeSerializer(found, many=True, context={"roles": principal.roles}).data)
+
+    @extend_schema(
+        request=ScopeOpenSerializer,
+        responses={
+            201: ScopeSerializer,
+            404: OpenApiResponse(description="no such parent scope visible to the caller"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        form = ScopeOpenSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data, principal = form.validated_data, principal_of(request)
+        opened = _scope_use_case(
+            lambda: scopes.scope_open(
+                actor=principal,
+                kind=ScopeKind[data["kind"].upper()],
+                name=data["name"],
+                parent_group_id=data["parent"],
+            ),
+            field="name",
+        )
+        roles = {**principal.roles, opened.group_id: principal.roles.get(data["parent"])}
+        body = ScopeSerializer(opened, context={"roles": roles}).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class ScopeView(APIView):
+    """One scope: PATCH renames it (`name`) or archives or restores it (`archived`, with a
+    `reason`): its managers only, audited."""
+
+    @extend_schema(responses={200: ScopeSerializer})
+    def get(self, request: Request, group_id: str) -> Response:
+        principal = principal_of(request)
+        scope = _scope_use_case(lambda: scopes.scope_visible(principal, group_id))
+        return Response(ScopeSerializer(scope, context={"roles": principal.roles}).data)
+
+    @extend_schema(request=ScopeChangeSerializer, responses={200: ScopeSerializer})
+    def patch(self, request: Request, group_id: str) -> Response:
+        form = ScopeChangeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data, principal = form.validated_data, principal_of(request)
+        with transaction.atomic():
+            if "name" in data:
+                _scope_use_case(
+                    lambda: scopes.scope_rename(
+                        actor=principal, group_id=group_id, name=data["name"]
+                    ),
+                    field="name",
+                )
+            if "archived" in data:
+                _scope_use_case(
+                    lambda: scopes.scope_archive(
+                        actor=principal,
+                        group_id=group_id,
+                        archived=data["archived"],
+                        reason=data.get("reason", ""),
+                    ),
+                    field="archived",
+                )
+        scope = _scope_use_case(lambda: scopes.scope_visible(principal, group_id))
+        return Response(ScopeSerializer(scope, context={"roles": principal.roles}).data)
+
+
+def _administered(principal: Principal, group_id: str) -> Scope:
+    scope = _scope_use_case(lambda: scopes.scope_visible(principal, group_id))
+    if not principal.can(Role.ADMIN, scope.group_id):
+        raise exceptions.PermissionDenied("only an admin of this scope sees its members")
+    return scope
+
+
+class MemberListView(APIView):
+    """A scope's members (its admins see them); POST adds an existing user by username or
+    email with a role (never above the caller's)."""
+
+    @extend_schema(responses={200: MemberSerializer(many=True)})
+    def get(self, request: Request, group_id: str) -> Response:
+        scope = _administered(principal_of(request), group_id)
+        return Response(MemberSerializer(selectors.members_of(scope), many=True).data)
+
+    @extend_schema(request=MemberAddSerializer, responses={201: MemberSerializer})
+    def post(self, request: Request, group_id: str) -> Response:
+        form = MemberAddSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data, principal = form.validated_data, principal_of(request)
+        membership = _scope_use_case(
+            lambda: scopes.member_set_role(
+                actor=principal, group_id=group_id, user=data["user"], role=data["role"]
+            ),
+            field="user",
+        )
+        row = selectors.members_of(membership.scope).get(pk=membership.pk)
+        return Response(MemberSerializer(row).data, status=status.HTTP_201_CREATED)
+
+
+class MemberView(APIView):
+    """One member of a scope: PATCH changes their role, DELETE takes them off the scope
+    (their keys there revoked with it). A member may DELETE themselves (leave)."""
+
+    @extend_schema(request=MemberRoleSerializer, responses={200: MemberSerializer})
+    def patch(self, request: Request, group_id: str, user_id: int) -> Response:
+        form = MemberRoleSerializer(data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        principal = principal_of(request)
+        scope = _administered(principal, group_id)
+        if not selectors.members_of(scope).filter(user_id=user_id).exists():
+            raise exceptions.NotFound("no such member of this scope")
+        if "role" in form.validated_data:
+            _scope_use_case(
+                lambda: scopes.member_set_role(
+                    actor=principal, group_id=group_id, user=user_id,
+                    role=form.validated_data["role"],
+                ),
+                field="role",
+            )  # fmt: skip
+        return Response(MemberSerializer(selectors.members_of(scope).get(user_id=user_id)).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request: Request, group_id: str, user_id: int) -> Response:
+        principal = principal_of(request)
+        _scope_use_case(
+            lambda: scopes.member_remove(actor=principal, group_id=group_id, user_id=user_id)
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -15,6 +15,7 @@ class ScopeNode:
     id: int
     parent_id: int | None
     group_id: str
+    archived: bool = False  # read-only: a role there counts as a viewer's
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def effective_roles(
     """Each group id the memberships reach, with the highest role reaching it.
 
     A role on a scope reaches every descendant; several memberships on one path
-    combine by taking the highest role.
+    combine by taking the highest role. On an archived scope any role reads only.
     """
     nodes = {scope.id: scope for scope in scopes}
     children: dict[int, list[int]] = {}
@@ -86,8 +87,9 @@ def effective_roles(
             node = nodes.get(current)
             if node is None:
                 continue
-            if reach.get(node.group_id, Role.VIEWER - 1) < role:
-                reach[node.group_id] = Role(role)
+            here = min(role, Role.VIEWER) if node.archived else role
+            if reach.get(node.group_id, Role.VIEWER - 1) < here:
+                reach[node.group_id] = Role(here)
             stack.extend(children.get(current, ()))
     return reach
 

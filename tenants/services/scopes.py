@@ -1,13 +1,19 @@
-"""Use cases that create scopes and grant roles."""
+"""Use cases on scopes and members: open, rename and archive scopes; add members, change
+and revoke their roles. Every one is checked by `tenants.domain.members` and audited in
+the scope it changes."""
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from tenants import rls
+from tenants.domain import members as rules
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind, check_parent, new_group_id
-from tenants.models import Membership, Scope
+from tenants.models import ApiKey, Membership, Scope
 from tenants.services.audit import audit_record
 
 
@@ -41,12 +47,18 @@ def personal_scope_ensure(*, user_id: int, username: str) -> Scope:
 
 @transaction.atomic
 def membership_grant(
-    *, user_id: int, scope_id: int, role: Role, actor: Principal | None = None
+    *,
+    user_id: int,
+    scope_id: int,
+    role: Role,
+    actor: Principal | None = None,
+    audited_as: Principal | None = None,
 ) -> Membership:
     """Give a user a role on a scope (replacing any role there); audited.
 
     With an `actor`, the actor must be admin on the scope and cannot grant above its
-    own role; without one it is a system action (provisioning, seeding).
+    own role; without one it is a system action (provisioning, seeding), or a use case's
+    that checked its caller (`member_set_role`, recorded as `audited_as`).
     """
     scope = Scope.objects.get(pk=scope_id)
     if actor is not None:
@@ -57,12 +69,218 @@ def membership_grant(
         user_id=user_id, scope_id=scope_id, defaults={"role": int(role)}
     )
     system = Principal(label="system", roles={scope.group_id: Role.OWNER})
-    with rls.tenant_context(actor or system) as who:
+    with rls.tenant_context(actor or system):
         audit_record(
-            actor=who,
+            actor=actor or audited_as or system,
             group_id=scope.group_id,
             action="role.grant",
             target=("user", user_id),
             data={"role": role.name.lower(), "new": created},
         )
     return membership
+
+
+class NotFound(Exception):
+    """No such scope or member that the caller may see."""
+
+
+def _system(scope: Scope) -> Principal:
+    return Principal(label="system", roles={scope.group_id: Role.OWNER})
+
+
+def _audit(actor: Principal, scope: Scope, action: str, **fields: object) -> None:
+    """Record `action` in the scope's own trail (under the actor's RLS context, widened to
+    the scope: a scope's trail is written by what changes it)."""
+    roles = {**actor.roles, scope.group_id: actor.roles.get(scope.group_id, Role.VIEWER)}
+    with rls.tenant_context(Principal(label=actor.label, user_id=actor.user_id, roles=roles)):
+        audit_record(actor=actor, group_id=scope.group_id, action=action, **fields)  # type: ignore[arg-type]
+
+
+def scope_visible(actor: Principal, group_id: str) -> Scope:
+    """The scope, if the actor has a role in it (else NotFound: no scope is disclosed)."""
+    scope = Scope.objects.filter(group_id=group_id).select_related("parent").first()
+    if scope is None or actor.role_in(scope.group_id) is None:
+        raise NotFound("no such scope")
+    return scope
+
+
+def _require_manager(actor: Principal, scope_kind: ScopeKind, parent: Scope) -> None:
+    refusal = rules.manage_refusal(scope_kind, role_on_parent=actor.role_in(parent.group_id))
+    if refusal:
+        raise PermissionDenied(refusal)
+
+
+@transaction.atomic
+def scope_open(*, actor: Principal, kind: ScopeKind, name: str, parent_group_id: str) -> Scope:
+    """Open a workspace under an organisation or a project under a workspace; audited in
+    both. The opener's role reaches it from above (no membership is added)."""
+    parent = scope_visible(actor, parent_group_id)
+    if parent.archived_at is not None:
+        raise PermissionDenied("an archived scope takes no new scopes")
+    _require_manager(actor, kind, parent)
+    check_parent(kind, ScopeKind(parent.kind))
+    cleaned = rules.scope_name(name)
+    if parent.children.filter(name__iexact=cleaned).exists():
+        raise ValueError(f"{parent.name} already has a scope named {cleaned!r}")
+    scope = scope_create(kind=kind, name=cleaned, parent_id=parent.pk)
+    _audit(
+        actor,
+        parent,
+        "scope.open",
+        target=("scope", scope.group_id),
+        data={"kind": kind.name.lower(), "name": cleaned},
+    )
+    _audit(
+        actor,
+        scope,
+        "scope.open",
+        target=("scope", scope.group_id),
+        data={"kind": kind.name.lower(), "name": cleaned, "parent": parent.group_id},
+    )
+    return scope
+
+
+def _managed(actor: Principal, group_id: str) -> Scope:
+    scope = scope_visible(actor, group_id)
+    if scope.parent is None:
+        raise PermissionDenied(rules.manage_refusal(ScopeKind(scope.kind), role_on_parent=None))
+    _require_manager(actor, ScopeKind(scope.kind), scope.parent)
+    return scope
+
+
+@transaction.atomic
+def scope_rename(*, actor: Principal, group_id: str, name: str) -> Scope:
+    """Rename a workspace or project (its managers: admins of the scope above); audited."""
+    scope = _managed(actor, group_id)
+    cleaned = rules.scope_name(name)
+    if (
+        scope.parent
+        and scope.parent.children.filter(name__iexact=cleaned).exclude(pk=scope.pk).exists()
+    ):
+        raise ValueError(f"{scope.parent.name} already has a scope named {cleaned!r}")
+    before, scope.name = scope.name, cleaned
+    scope.save(update_fields=["name"])
+    _audit(
+        actor,
+        scope,
+        "scope.rename",
+        target=("scope", scope.group_id),
+        data={"from": before, "to": cleaned},
+    )
+    return scope
+
+
+def _subtree_ids(scope: Scope) -> list[int]:
+    ids, todo = [], [scope.pk]
+    while todo:
+        ids += todo
+        todo = list(Scope.objects.filter(parent_id__in=todo).values_list("pk", flat=True))
+    return ids
+
+
+@transaction.atomic
+def scope_archive(
+    *, actor: Principal, group_id: str, archived: bool = True, reason: str = ""
+) -> Scope:
+    """Archive a workspace or project with everything under it (read-only for members, its
+    keys refused from the next request), or restore it; audited."""
+    scope = _managed(actor, group_id)
+    if archived and scope.parent is not None and scope.parent.archived_at is not None:
+        raise ValueError("its parent is archived: restore the parent first")
+    ids = _subtree_ids(scope)
+    when = timezone.now() if archived else None
+    Scope.objects.filter(pk__in=ids).update(archived_at=when)
+    scope.refresh_from_db()
+    _audit(
+        actor,
+        scope,
+        "scope.archive" if archived else "scope.restore",
+        target=("scope", scope.group_id),
+        data={"reason": reason[:500], "scopes": len(ids)},
+    )
+    return scope
+
+
+# --- Members ----------------------------------------------------------------------------
+
+
+def _owners_left(scope: Scope, user_id: int) -> int:
+    """The owners the scope keeps without this user's own membership on it: owners on it
+    or above it (the user too, when an owner above)."""
+    chain: list[int] = []
+    node: Scope | None = scope
+    while node is not None:
+        chain.append(node.pk)
+        node = node.parent
+    return (
+        Membership.objects.filter(scope_id__in=chain, role=Role.OWNER)
+        .exclude(user_id=user_id, scope_id=scope.pk)
+        .values("user_id")
+        .distinct()
+        .count()
+    )
+
+
+def _user(identifier: str) -> int:
+    """An existing, active user by username or email (else NotFound)."""
+    found = list(
+        get_user_model()
+        .objects.filter(
+            Q(username__iexact=identifier) | Q(email__iexact=identifier), is_active=True
+        )
+        .values_list("pk", flat=True)[:2]
+    )
+    if len(found) != 1:
+        raise NotFound("no single active user has that name or email")
+    return found[0]
+
+
+@transaction.atomic
+def member_set_role(*, actor: Principal, group_id: str, user: int | str, role: Role) -> Membership:
+    """Add a member (a user id, username or email) or change their role on a scope.
+
+    Nobody grants above their own role nor changes a member above it; the last owner
+    stays owner. Takes effect on the member's next request; audited.
+    """
+    scope = scope_visible(actor, group_id)
+    user_id = user if isinstance(user, int) else _user(user)
+    if isinstance(user, int) and not get_user_model().objects.filter(pk=user_id).exists():
+        raise NotFound("no such user")
+    current = Membership.objects.select_for_update().filter(scope=scope, user_id=user_id).first()
+    held = Role(current.role) if current else None
+    refusal = rules.grant_refusal(
+        actor=actor.role_in(scope.group_id), held=held, new=role,
+        owners_left=_owners_left(scope, user_id),
+    )  # fmt: skip
+    if refusal:
+        raise PermissionDenied(refusal)
+    return membership_grant(user_id=user_id, scope_id=scope.pk, role=role, audited_as=actor)
+
+
+@transaction.atomic
+def member_remove(*, actor: Principal, group_id: str, user_id: int) -> None:
+    """Take a member off a scope (or leave it oneself); their keys of that scope are revoked
+    with it. An admin cannot remove an owner; the last owner cannot leave. Audited."""
+    scope = scope_visible(actor, group_id)
+    current = Membership.objects.select_for_update().filter(scope=scope, user_id=user_id).first()
+    if current is None:
+        raise NotFound("no such member of this scope")
+    held = Role(current.role)
+    refusal = rules.revoke_refusal(
+        actor=actor.role_in(scope.group_id), held=held,
+        owners_left=_owners_left(scope, user_id),
+        leaving=user_id == actor.user_id and actor.api_key_id is None,
+    )  # fmt: skip
+    if refusal:
+        raise PermissionDenied(refusal)
+    current.delete()
+    revoked = ApiKey.objects.filter(
+        owner_id=user_id, scope_id__in=_subtree_ids(scope), revoked_at__isnull=True
+    ).update(revoked_at=timezone.now())
+    _audit(
+        actor,
+        scope,
+        "role.revoke",
+        target=("user", user_id),
+        data={"role": held.name.lower(), "keys_revoked": revoked},
+    )

@@ -429,6 +429,12 @@ SPECTACULAR_SETTINGS = {
     # Request bodies get components of their own, with what only input has: required
     # text is not blank (minLength 1), read-only fields are absent.
     "COMPONENT_SPLIT_REQUEST": True,
+    # One component per choice set that several fields share.
+    "ENUM_NAME_OVERRIDES": {
+        "RoleEnum": "tenants.api.serializers.ROLE_NAMES",
+        "OpenedScopeKindEnum": ["workspace", "project"],
+        "KindEnum": ["markdown", "cmdb", "confluence", "jira", "slack"],  # ConnectorKind
+    },
 }
 
 # --- i18n, static -------------------------------------------------------------------
