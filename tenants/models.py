@@ -91,6 +91,45 @@ class Membership(models.Model):
         return f"{self.user} {Role(self.role).name.lower()} on {self.scope}"
 
 
+class Invitation(models.Model):
+    """A single-use link that gives whoever signs in with `email` a role on a scope.
+
+    Only the SHA-256 of the link's token is stored. Accepted once, before `expires_at`,
+    unless revoked (`tenants.domain.invitations`)."""
+
+    group_id = models.CharField(max_length=40, editable=False)
+    scope = models.ForeignKey(Scope, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(max_length=254)
+    role = models.PositiveSmallIntegerField(choices=[(r.value, r.name.title()) for r in Role])
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+", editable=False,
+    )  # fmt: skip
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(role__in=[r.value for r in Role]), name="invitation_role_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(token_hash__regex=r"^[0-9a-f]{64}$"),  # noqa: S106 - a pattern
+                name="invitation_hash_is_sha256",
+            ),
+        ]
+        indexes = [models.Index(fields=["group_id", "-created_at"], name="invitation_group_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.email} as {Role(self.role).name.lower()} on {self.scope_id}"
+
+
 class ApiKey(models.Model):
     """A machine credential: public prefix + SHA-256 of a 256-bit secret, never the secret."""
 

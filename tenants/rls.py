@@ -25,6 +25,7 @@ from tenants.domain.access import Principal
 
 GROUPS_SETTING = "vera.group_ids"
 KEY_LOOKUP_SETTING = "vera.api_key_prefix"
+INVITATION_LOOKUP_SETTING = "vera.invitation"
 
 ALLOWED_GROUPS_FUNCTION = """
 CREATE OR REPLACE FUNCTION vera_allowed_groups() RETURNS text[]
@@ -218,6 +219,16 @@ def api_key_lookup(prefix: str, *, using: str = "default") -> Iterator[None]:
         _set(KEY_LOOKUP_SETTING, prefix, using=using)
         yield
         _set(KEY_LOOKUP_SETTING, "", using=using)
+
+
+@contextmanager
+def invitation_lookup(token_hash: str, *, using: str = "default") -> Iterator[None]:
+    """Let the current transaction see the one invitation with this token hash (a person
+    following its link has no role in its scope yet)."""
+    with transaction.atomic(using=using):
+        _set(INVITATION_LOOKUP_SETTING, token_hash, using=using)
+        yield
+        _set(INVITATION_LOOKUP_SETTING, "", using=using)
 
 
 def current_group_ids(*, using: str = "default") -> list[str]:

@@ -6,6 +6,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from tenants.web.invitations import invitation
+
 from . import views
 
 urlpatterns = [
@@ -14,6 +16,8 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/", include("allauth.urls")),
     path("keys/", include("tenants.web.urls")),
+    path("scopes/", include("tenants.web.scope_urls")),
+    path("invitations/<str:token>", invitation, name="invitation"),
     path("", include("curation.web.urls")),
     path("", include("retrieval.web.urls")),
     path("admin/", admin.site.urls),

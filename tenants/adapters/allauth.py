@@ -1,13 +1,39 @@
-"""django-allauth adapter: accounts are provisioned, not self-registered."""
+"""django-allauth adapter: accounts are provisioned or invited, never self-registered."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from allauth.account.adapter import DefaultAccountAdapter
+from django import forms
 from django.http import HttpRequest
+
+from tenants.services import invitations
+from tenants.services.invitations import SESSION_KEY, pending_token
+from tenants.services.scopes import NotFound, PermissionDenied
 
 
 class InviteOnlyAccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is untyped
-    """Closes public sign-up; admins and SSO provisioning create accounts."""
+    """Sign-up is open only to a browser following a valid invitation, for its address;
+    admins, SSO provisioning and invitations create accounts."""
 
     def is_open_for_signup(self, request: HttpRequest) -> bool:
-        return False
+        return pending_token(request.session) is not None
+
+    def clean_email(self, email: str) -> str:
+        email = super().clean_email(email)
+        token = pending_token(self.request.session) if self.request is not None else None
+        if token is not None:
+            try:
+                invitations.invitation_check(token, email=email)
+            except (NotFound, PermissionDenied) as error:
+                raise forms.ValidationError(str(error)) from None
+        return email
+
+    def save_user(self, request: HttpRequest, user: Any, form: Any, commit: bool = True) -> Any:
+        """The new account, and the invitation it was opened for accepted with it."""
+        saved = super().save_user(request, user, form, commit=commit)
+        token = request.session.pop(SESSION_KEY, None)
+        if commit and token:
+            invitations.invitation_accept(token=token, user_id=saved.pk)
+        return saved

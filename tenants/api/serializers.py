@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from tenants.domain.scopes import Role, ScopeKind
-from tenants.models import ApiKey, AuditEvent, Membership, Scope
+from tenants.models import ApiKey, AuditEvent, Invitation, Membership, Scope
 from tenants.services.api_keys import IssuedKey
 
 ROLE_NAMES = [role.name.lower() for role in Role]
@@ -167,3 +167,53 @@ class MemberAddSerializer(MemberRoleSerializer):
     user = serializers.CharField(
         max_length=254, help_text="username or email of an existing, active user"
     )
+
+
+class InvitationSerializer(serializers.ModelSerializer[Invitation]):
+    """An invitation as its scope's admins see it (never its link)."""
+
+    role = RoleField(read_only=True)
+    invited_by = serializers.CharField(source="invited_by.get_username", read_only=True)
+    status = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "email", "role", "invited_by", "created_at", "expires_at",
+                  "accepted_at", "revoked_at", "status"]  # fmt: skip
+
+    def get_status(self, invitation: Invitation) -> str:
+        from django.utils import timezone
+
+        if invitation.accepted_at:
+            return "accepted"
+        if invitation.revoked_at:
+            return "revoked"
+        return "expired" if invitation.expires_at <= timezone.now() else "pending"
+
+
+class InvitationSendSerializer(serializers.Serializer[None]):
+    """Input for inviting an address to a scope."""
+
+    email = serializers.EmailField(max_length=254)
+    role = RoleField()
+    days = serializers.IntegerField(
+        min_value=1, max_value=30, default=7, help_text="how long the link stays usable"
+    )
+
+
+class SentInvitationSerializer(InvitationSerializer):
+    """The one response that carries the invitation's link (documented shape)."""
+
+    link = serializers.CharField(read_only=True, help_text="shown once, and emailed")
+    emailed = serializers.BooleanField(read_only=True)
+
+    class Meta(InvitationSerializer.Meta):
+        fields = [*InvitationSerializer.Meta.fields, "link", "emailed"]
+
+
+class DeactivatedSerializer(serializers.Serializer[None]):
+    """A deactivated account: who, and how many of their keys were revoked with it."""
+
+    user_id = serializers.IntegerField()
+    active = serializers.BooleanField()
+    keys_revoked = serializers.IntegerField()

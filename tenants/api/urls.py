@@ -17,5 +17,20 @@ urlpatterns = [
         views.MemberView.as_view(),
         name="api-member",
     ),
+    path(
+        "scopes/<str:group_id>/members/<int:user_id>/deactivate",
+        views.MemberDeactivateView.as_view(),
+        name="api-member-deactivate",
+    ),
+    path(
+        "scopes/<str:group_id>/invitations",
+        views.InvitationListView.as_view(),
+        name="api-invitations",
+    ),
+    path(
+        "scopes/<str:group_id>/invitations/<int:invitation_id>",
+        views.InvitationView.as_view(),
+        name="api-invitation",
+    ),
     path("audit-events", views.AuditEventListView.as_view(), name="api-audit-events"),
 ]

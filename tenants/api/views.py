@@ -3,6 +3,7 @@ audit trail."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Protocol
 
@@ -20,6 +21,9 @@ from tenants.api.serializers import (
     ApiKeyIssueSerializer,
     ApiKeySerializer,
     AuditEventSerializer,
+    DeactivatedSerializer,
+    InvitationSendSerializer,
+    InvitationSerializer,
     IssuedKeySerializer,
     MemberAddSerializer,
     MemberRoleSerializer,
@@ -28,12 +32,13 @@ from tenants.api.serializers import (
     ScopeChangeSerializer,
     ScopeOpenSerializer,
     ScopeSerializer,
+    SentInvitationSerializer,
 )
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.middleware import request_principal
-from tenants.models import ApiKey, AuditEvent, Scope
-from tenants.services import api_keys, scopes
+from tenants.models import ApiKey, AuditEvent, Invitation, Scope
+from tenants.services import api_keys, invitations, scopes
 from tenants.services.scopes import PermissionDenied
 
 
@@ -288,3 +293,59 @@ class MemberView(APIView):
             lambda: scopes.member_remove(actor=principal, group_id=group_id, user_id=user_id)
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class InvitationListView(APIView):
+    """A scope's invitations (its admins); POST invites an address with a role (never above
+    the caller's): the response carries the link once, and it is emailed."""
+
+    @extend_schema(responses={200: InvitationSerializer(many=True)})
+    def get(self, request: Request, group_id: str) -> Response:
+        scope = _administered(principal_of(request), group_id)
+        found = Invitation.objects.filter(scope=scope).select_related("invited_by")
+        return Response(InvitationSerializer(found.order_by("-created_at"), many=True).data)
+
+    @extend_schema(request=InvitationSendSerializer, responses={201: SentInvitationSerializer})
+    def post(self, request: Request, group_id: str) -> Response:
+        form = InvitationSendSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data, principal = form.validated_data, principal_of(request)
+        sent = _scope_use_case(
+            lambda: invitations.invitation_send(
+                actor=principal, group_id=group_id, email=data["email"], role=data["role"],
+                lifetime=dt.timedelta(days=data["days"]),
+                base_url=request.build_absolute_uri("/").rstrip("/"),
+            ),
+            field="email",
+        )  # fmt: skip
+        body = InvitationSerializer(sent.invitation).data
+        body["link"] = request.build_absolute_uri(sent.path)
+        body["emailed"] = sent.emailed
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class InvitationView(APIView):
+    """One invitation: DELETE withdraws it (if not yet used)."""
+
+    @extend_schema(request=None, responses={200: InvitationSerializer})
+    def delete(self, request: Request, group_id: str, invitation_id: int) -> Response:
+        principal = principal_of(request)
+        withdrawn = _scope_use_case(
+            lambda: invitations.invitation_revoke(
+                actor=principal, group_id=group_id, invitation_id=invitation_id
+            )
+        )
+        return Response(InvitationSerializer(withdrawn).data)
+
+
+class MemberDeactivateView(APIView):
+    """Deactivate a member's account from their organisation: sign-in, sessions and keys
+    stop at once (keys revoked). The organisation's admins, for members wholly inside it."""
+
+    @extend_schema(request=None, responses={200: DeactivatedSerializer})
+    def post(self, request: Request, group_id: str, user_id: int) -> Response:
+        principal = principal_of(request)
+        revoked = _scope_use_case(
+            lambda: scopes.member_deactivate(actor=principal, group_id=group_id, user_id=user_id)
+        )
+        return Response({"user_id": user_id, "active": False, "keys_revoked": revoked})

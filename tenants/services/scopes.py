@@ -284,3 +284,41 @@ def member_remove(*, actor: Principal, group_id: str, user_id: int) -> None:
         target=("user", user_id),
         data={"role": held.name.lower(), "keys_revoked": revoked},
     )
+
+
+@transaction.atomic
+def member_deactivate(*, actor: Principal, group_id: str, user_id: int) -> int:
+    """Deactivate a person's account from an organisation they belong to: sign-in, sessions
+    and every key stop at once (their keys are revoked). Its owners and admins may, for a
+    member whose every role is within the organisation and not above their own. Returns
+    the keys revoked; audited."""
+    scope = scope_visible(actor, group_id)
+    if scope.kind != ScopeKind.ORGANISATION:
+        raise PermissionDenied("people are deactivated from their organisation")
+    held = actor.role_in(scope.group_id)
+    if held is None or held < Role.ADMIN:
+        raise PermissionDenied("deactivating a member needs admin on the organisation")
+    if user_id == actor.user_id:
+        raise PermissionDenied("nobody deactivates themselves")
+    inside = set(_subtree_ids(scope))
+    roles = list(
+        Membership.objects.filter(user_id=user_id)
+        .exclude(scope__kind=ScopeKind.PERSONAL)
+        .values_list("scope_id", "role")
+    )
+    if not any(scope_id in inside for scope_id, _ in roles):
+        raise NotFound("no such member of this organisation")
+    if any(scope_id not in inside for scope_id, _ in roles):
+        raise PermissionDenied("they belong to another organisation too: its admins decide")
+    if any(role > held for _, role in roles):
+        raise PermissionDenied("a member with a role above yours is deactivated by an owner")
+    user = get_user_model().objects.select_for_update().get(pk=user_id)
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+    revoked = ApiKey.objects.filter(owner_id=user_id, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    _audit(
+        actor, scope, "user.deactivate", target=("user", user_id), data={"keys_revoked": revoked}
+    )
+    return revoked

@@ -47,6 +47,8 @@ from retrieval.services.weights import weight_set_activate
 from retrieval.tasks import flush_provider_usage
 from tenants import rls
 from tenants.domain.access import Principal
+from tenants.domain.scopes import Role
+from tenants.services.invitations import invitation_send
 from tests.support.tenancy import Tenant, make_tenant, markdown_source
 from vera import wiring
 
@@ -106,6 +108,12 @@ class World:
 def _fill(tenant: Tenant, root: Path) -> None:
     """Rows of `tenant` in every tenant table, each written by the service that owns it."""
     tenant.issue_key(owner=tenant.viewer)  # api key and its audit event
+    admin = tenant.principal(tenant.admin)
+    with rls.tenant_context(admin):  # an invitation (a link nobody follows)
+        invitation_send(
+            actor=admin, group_id=tenant.workspace.group_id,
+            email=f"invitee@{tenant.org.group_id[2:10]}.example.org", role=Role.VIEWER,
+        )  # fmt: skip
     (root / "billing.md").write_text("# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
     (root / "gone.md").write_text("# Gone\n\nThe gone-api runs on k8s-gone-1.\n")
     source_id = markdown_source(tenant, root, tier=1)

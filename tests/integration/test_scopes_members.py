@@ -194,3 +194,30 @@ def test_the_last_owner_stays(client: Client, tenant_a: Tenant) -> None:
     assert _post(owning, members, user="second", role="owner").status_code == 201
     assert owning.delete(mine).status_code == 204
     assert not Membership.objects.filter(user=owner, scope=tenant_a.org).exists()
+
+
+def test_deactivation_is_the_organisations_and_stops_keys_and_sessions(
+    client: Client, tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    owner = _owner(tenant_a)
+    org = tenant_a.org.group_id
+    key = tenant_a.issue_key(owner=tenant_a.viewer)
+    session = _as(Client(), tenant_a.viewer)
+    assert session.get("/api/v1/me").status_code == 200
+    url = f"/api/v1/scopes/{org}/members/{tenant_a.viewer.pk}/deactivate"
+    # Not from a workspace, not by its admin, not someone of another organisation.
+    workspace = f"/api/v1/scopes/{tenant_a.workspace.group_id}/members/{tenant_a.viewer.pk}"
+    assert _post(_as(client, tenant_a.admin), f"{workspace}/deactivate").status_code == 403
+    assert _post(_as(client, tenant_a.admin), url).status_code == 404  # the org is not theirs
+    outsider = f"/api/v1/scopes/{org}/members/{tenant_b.viewer.pk}/deactivate"
+    assert _post(_as(client, owner), outsider).status_code == 404
+    assert _post(client, f"/api/v1/scopes/{org}/members/{owner.pk}/deactivate").status_code == 403
+
+    done = _post(client, url)
+    assert done.status_code == 200, done.content
+    assert done.json() == {"user_id": tenant_a.viewer.pk, "active": False, "keys_revoked": 1}
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {key.plaintext}"}
+    assert Client().get("/api/v1/me", **bearer).status_code == 401
+    assert session.get("/api/v1/me").status_code in (401, 403)  # the session is gone too
+    with rls.tenant_context(tenant_a.principal(owner)):
+        assert AuditEvent.objects.filter(action="user.deactivate", group_id=org).exists()

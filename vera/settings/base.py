@@ -355,6 +355,18 @@ ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = "none"
 # Accounts are provisioned by admins or SSO, never by self sign-up.
 ACCOUNT_ADAPTER = "tenants.adapters.allauth.InviteOnlyAccountAdapter"
+
+# --- Email (invitations) ---------------------------------------------------------------
+# The console backend prints mail to the log; production names an SMTP server. The
+# inviter is shown the link too, so a missing mail server loses no invitation.
+EMAIL_BACKEND = env_str("VERA_EMAIL__BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("VERA_EMAIL__HOST", "localhost")
+EMAIL_PORT = env_int("VERA_EMAIL__PORT", default=587)
+EMAIL_HOST_USER = env_str("VERA_EMAIL__USER", "")
+EMAIL_HOST_PASSWORD = env_str("VERA_EMAIL__PASSWORD", "")
+EMAIL_USE_TLS = env_bool("VERA_EMAIL__USE_TLS", default=True)
+EMAIL_TIMEOUT = env_int("VERA_EMAIL__TIMEOUT_S", default=10)
+DEFAULT_FROM_EMAIL = env_str("VERA_EMAIL__FROM", "VERA <vera@localhost>")
 LOGIN_REDIRECT_URL = "/"
 LOGIN_URL = "/accounts/login/"
 AUTH_PASSWORD_VALIDATORS = [
