@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import connection
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
@@ -60,6 +60,10 @@ class CitedHit:
     source_name: str
     citations: tuple[Citation, ...]
     weight_version: int = 0  # the weight set that blended it (0: the built-in default)
+    group_id: str = ""
+    # The same fact published in other scopes the caller reads (same subject, predicate,
+    # object and validity): merged into this hit, their citations added to its own.
+    also_claim_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ class CitedResult:
 
 
 _CLAIM_COLUMNS = (
-    "fact_text", "predicate", "subject_id", "object_entity_id", "object_literal", "status",
+    "group_id", "fact_text", "predicate", "subject_id", "object_entity_id", "object_literal",
+    "status",
     "valid_from", "valid_to", "tier", "subject__canonical_name",
     "object_entity__canonical_name", "source__name",
 )  # fmt: skip
@@ -132,12 +137,42 @@ def search_result_cited(*, result: Result) -> CitedResult:
             source_name=claim.source.name,
             citations=tuple(citation_of(evidence) for evidence in claim.evidence.all()),
             weight_version=hit.weight_version,
+            group_id=claim.group_id,
         )
         for hit in result.hits
         # A claim deleted since the search logged its hit has nothing left to cite.
         if (claim := claims.get(hit.claim_id)) is not None
     )
-    return cited_result(result, hits)
+    return cited_result(result, same_facts_merged(hits))
+
+
+def _fact_key(hit: CitedHit) -> tuple[object, ...]:
+    return (
+        hit.subject.casefold(), hit.predicate, hit.object_text.casefold(),
+        hit.valid_from, hit.valid_to, hit.status,
+    )  # fmt: skip
+
+
+def same_facts_merged(hits: tuple[CitedHit, ...]) -> tuple[CitedHit, ...]:
+    """Each fact once: a hit whose fact (subject, predicate, object, validity and status)
+    an earlier hit from another scope states is folded into that one, which keeps its
+    rank and cites both. Within one scope two claims stay two (identity decides there)."""
+    kept: list[CitedHit] = []
+    where: dict[tuple[object, ...], int] = {}
+    for hit in hits:
+        at = where.get(_fact_key(hit))
+        if at is None or kept[at].group_id == hit.group_id:
+            where.setdefault(_fact_key(hit), len(kept))
+            kept.append(hit)
+            continue
+        first = kept[at]
+        known = set(first.citations)
+        kept[at] = replace(
+            first,
+            citations=first.citations + tuple(c for c in hit.citations if c not in known),
+            also_claim_ids=(*first.also_claim_ids, hit.claim_id),
+        )
+    return tuple(kept)
 
 
 def cited_result(result: Result, hits: tuple[CitedHit, ...]) -> CitedResult:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
@@ -78,6 +80,19 @@ def principal_for_api_key(key: ApiKey) -> Principal:
     return Principal(
         label=f"api-key:{key.prefix}", user_id=key.owner_id, roles=roles, api_key_id=key.pk
     )
+
+
+def principal_within(principal: Principal, group_id: str) -> Principal | None:
+    """The principal narrowed to one scope it has a role in and the scopes under it (what a
+    `scope=` argument asks for), or None when it has no role there. Never wider."""
+    if principal.role_in(group_id) is None:
+        return None
+    scope_id = Scope.objects.filter(group_id=group_id).values_list("pk", flat=True).first()
+    if scope_id is None:
+        return None
+    within = subtree_groups(_scope_tree({scope_id}), scope_id)
+    roles = {group: role for group, role in principal.roles.items() if group in within}
+    return replace(principal, roles=roles)
 
 
 def scopes_reached(principal: Principal) -> QuerySet[Scope]:

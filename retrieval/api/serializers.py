@@ -65,6 +65,12 @@ class SearchHitSerializer(serializers.Serializer[CitedHit]):
     weight_version = serializers.IntegerField(
         help_text="version of the weight set that blended this hit (0: the built-in default)"
     )
+    scope = serializers.CharField(source="group_id", help_text="group id of the claim's scope")
+    also_claim_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="the same fact in other scopes the caller reads, merged into this hit "
+        "(their citations are among its citations)",
+    )
 
 
 class WeightsUsedSerializer(serializers.Serializer[WeightsUsed]):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.db import transaction
 from django.utils import timezone
@@ -26,6 +28,7 @@ from retrieval.api.serializers import (
 )
 from retrieval.domain.query import (
     DEFAULT_K,
+    GROUP_ID,
     MAX_K,
     MAX_QUERY_CHARS,
     InvalidQuery,
@@ -43,7 +46,10 @@ from retrieval.services.snapshots import (
     snapshot_take,
 )
 from retrieval.tasks import snapshots_build
+from tenants import rls
+from tenants import selectors as tenant_selectors
 from tenants.api.views import principal_of
+from tenants.domain.access import Principal
 from tenants.services.scopes import PermissionDenied
 
 # What `parse_query` accepts as `q`: at most MAX_QUERY_CHARS, no NUL, and something
@@ -79,6 +85,11 @@ class SearchView(APIView):
             parameters.text("entity", description="only claims about this subject"),
             parameters.record_id("source", description="only claims from this source"),
             parameters.tier(),
+            OpenApiParameter(
+                "scope",
+                {"type": "string", "pattern": GROUP_ID.pattern},
+                description="only this scope (a group id the caller reads) and what is under it",
+            ),
             parameters.record_id(
                 "snapshot",
                 description="search this sealed knowledge snapshot instead of the live index "
@@ -88,7 +99,7 @@ class SearchView(APIView):
         responses={
             200: SearchResultSerializer,
             400: OpenApiResponse(description="a bad parameter, with a message for each"),
-            404: OpenApiResponse(description="no such snapshot visible to the caller"),
+            404: OpenApiResponse(description="no such snapshot or scope visible to the caller"),
             409: OpenApiResponse(
                 description="the snapshot cannot be searched (not sealed, its content no "
                 "longer matches its seal, or its pins cannot be honoured); says why"
@@ -98,16 +109,18 @@ class SearchView(APIView):
     def get(self, request: Request) -> Response:
         entered = time.perf_counter()
         query = _query(request)
-        if query.snapshot is not None:
-            cited = search_snapshot(query)
-            cite_ms = 0.0
-        else:
-            result = bootstrap.search()(
-                query=query, now=timezone.now(), user_id=principal_of(request).user_id
-            )
-            started = time.perf_counter()
-            cited = selectors.search_result_cited(result=result)
-            cite_ms = (time.perf_counter() - started) * 1000
+        principal = principal_of(request)
+        with _narrowed(principal, query.scope):
+            if query.snapshot is not None:
+                cited = search_snapshot(query)
+                cite_ms = 0.0
+            else:
+                result = bootstrap.search()(
+                    query=query, now=timezone.now(), user_id=principal.user_id
+                )
+                started = time.perf_counter()
+                cited = selectors.search_result_cited(result=result)
+                cite_ms = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
         data = SearchResultSerializer(cited).data
         timings = {
@@ -122,6 +135,20 @@ class SearchView(APIView):
         response["Server-Timing"] = server_timing(timings)
         view_done(request._request)
         return response
+
+
+@contextmanager
+def _narrowed(principal: Principal, scope: str | None) -> Iterator[None]:
+    """Row-level security narrowed to the `scope` the caller names (and what is under it):
+    a scope it has no role in is a 404, never data."""
+    if scope is None:
+        yield
+        return
+    narrowed = tenant_selectors.principal_within(principal, scope)
+    if narrowed is None:
+        raise exceptions.NotFound("no such scope visible to the caller")
+    with rls.tenant_context(narrowed):
+        yield
 
 
 def search_snapshot(query: Query) -> CitedResult:

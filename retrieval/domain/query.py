@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -10,7 +11,9 @@ from curation.domain.params import MAX_ID, TIER_RANGE, InvalidQuery, ParamReader
 
 MAX_QUERY_CHARS = 2000
 DEFAULT_K, MAX_K = 10, 100
-PARAMETERS = ("q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot")
+PARAMETERS = ("q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot", "scope")
+# A scope's group id: its kind's letter and 128 bits in hex (tenants.domain.scopes).
+GROUP_ID = re.compile(r"^[owpu]:[0-9a-f]{32}$")
 
 __all__ = [
     "DEFAULT_K", "MAX_K", "MAX_QUERY_CHARS", "PARAMETERS", "InvalidQuery", "Query", "parse_query",
@@ -29,6 +32,9 @@ class Query:
     source: int | None = None
     tier: int | None = None
     snapshot: int | None = None  # a sealed knowledge snapshot to search instead of the index
+    # Narrows the search to one scope the caller reads and what is under it (the caller's
+    # credential still decides what that is: never wider).
+    scope: str | None = None
 
 
 def parse_query(params: Mapping[str, str]) -> Query:
@@ -51,6 +57,9 @@ def parse_query(params: Mapping[str, str]) -> Query:
         source=reader.integer("source", low=1, high=MAX_ID),
         tier=reader.integer("tier", low=TIER_RANGE[0], high=TIER_RANGE[1]),
         snapshot=reader.integer("snapshot", low=1, high=MAX_ID),
+        scope=reader.text("scope"),
     )
+    if query.scope is not None and not GROUP_ID.match(query.scope):
+        reader.fail("scope", "must be a scope's group id, e.g. w:0123… (32 hex digits)")
     reader.check()
     return query

@@ -551,6 +551,7 @@ def snapshot_result_cited(*, snapshot: Snapshot, result: Result) -> CitedResult:
             valid_to=doc.valid_to,
             tier=doc.tier,
             source_name=card["source_name"],
+            group_id=doc.group_id,
             citations=tuple(_citation(c) for c in card["citations"]),
             weight_version=hit.weight_version,
         )

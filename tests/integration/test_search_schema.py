@@ -27,7 +27,9 @@ def test_schema_documents_every_search_parameter_and_the_hit_shape(
     schema = _schema(client, tenant_a)
     operation = schema["paths"]["/api/v1/search"]["get"]
     names = {parameter["name"] for parameter in operation["parameters"]}
-    assert names == {"q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot"}
+    assert names == {
+        "q", "k", "as_of", "predicate", "entity", "source", "tier", "snapshot", "scope",
+    }  # fmt: skip
     components = schema["components"]["schemas"]
     assert set(components["Signals"]["properties"]) == {*SIGNALS, "understood"}
     # How to authenticate: an API key or an OIDC access token, both bearer.
