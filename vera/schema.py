@@ -34,6 +34,9 @@ FIELD_ERRORS = {
     },
 }
 NO_NUL = "^[^\\x00]*$"
+# Required, non-blank text that DRF trims: no NUL, and something besides what
+# `str.strip` trims (regex \s, plus the separators \x1c-\x1f and \x85).
+NOT_BLANK = r"^[^\x00]*[^\s\x00\x1c-\x1f\x85][^\x00]*$"
 THROTTLED = {
     "description": "A rate limit ran out (the message names it); retry after Retry-After.",
     "headers": {
@@ -90,7 +93,8 @@ class AutoSchema(openapi.AutoSchema):
         )
         # DRF's CharField refuses a NUL character (Postgres cannot store one in text).
         if direction == "request" and isinstance(field, serializers.CharField):
-            schema.setdefault("pattern", NO_NUL)
+            blank_refused = not field.allow_blank and field.trim_whitespace
+            schema.setdefault("pattern", NOT_BLANK if blank_refused else NO_NUL)
         return schema
 
     def _map_basic_serializer(
