@@ -20,9 +20,14 @@ from django.db import transaction
 from django.db.models import Field
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
+from tenants.domain.idp import parse_group_roles, wanted_roles
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import Scope
-from tenants.services.scopes import membership_grant, personal_scope_ensure
+from tenants.services.scopes import (
+    membership_grant,
+    memberships_from_idp,
+    personal_scope_ensure,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractUser
@@ -145,7 +150,28 @@ def provision_user(claims: dict[str, Any]) -> AbstractUser:
     )
     personal_scope_ensure(user_id=user.pk, username=user.get_username())
     _join_default_organisation(user.pk)
+    sync_group_roles(user.pk, claims)
     return user
+
+
+def sync_group_roles(user_id: int, claims: dict[str, Any]) -> None:
+    """The roles the provider's groups give (VERA_OIDC_GROUP_ROLES), granted or taken back;
+    nothing changes when the claims carry no groups claim at all."""
+    mapping = parse_group_roles(settings.VERA_OIDC_GROUP_ROLES)
+    groups = claims.get(settings.VERA_OIDC_GROUPS_CLAIM)
+    if not mapping or groups is None:
+        return
+    if isinstance(groups, str):
+        groups = [groups]
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        logger.warning("the %s claim is not a list of names; roles unchanged",
+                       settings.VERA_OIDC_GROUPS_CLAIM)  # fmt: skip
+        return
+    memberships_from_idp(
+        user_id=user_id,
+        wanted=wanted_roles(mapping, groups),
+        mapped={rule.group_id for rule in mapping},
+    )
 
 
 def _users_matching(claims: dict[str, Any]) -> QuerySet[AbstractUser]:
@@ -175,6 +201,11 @@ class VeraOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]  # no ty
 
     def create_user(self, claims: dict[str, Any]) -> AbstractUser:
         return provision_user(claims)
+
+    def update_user(self, user: AbstractUser, claims: dict[str, Any]) -> AbstractUser:
+        """A returning person: their provider-granted roles follow their groups."""
+        sync_group_roles(user.pk, claims)
+        return user
 
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
         """The ID token through the same JWT check as access tokens (audience: this client)."""

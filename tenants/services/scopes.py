@@ -322,3 +322,36 @@ def member_deactivate(*, actor: Principal, group_id: str, user_id: int) -> int:
         actor, scope, "user.deactivate", target=("user", user_id), data={"keys_revoked": revoked}
     )
     return revoked
+
+
+@transaction.atomic
+def memberships_from_idp(*, user_id: int, wanted: dict[str, Role], mapped: set[str]) -> None:
+    """Bring a person's provider-granted roles in line with their provider groups at sign-in:
+    on each `mapped` scope, the `wanted` role (none: the membership goes, with their keys
+    there). A membership granted otherwise (by an admin, an invitation) is left as it is.
+    Audited as the identity provider's."""
+    provider = Principal(label="oidc", user_id=None)
+    for scope in Scope.objects.filter(group_id__in=sorted(mapped)).select_related("parent"):
+        current = (
+            Membership.objects.select_for_update().filter(scope=scope, user_id=user_id).first()
+        )
+        want = wanted.get(scope.group_id)
+        if current is not None and not current.via_idp:
+            continue
+        if want is None:
+            if current is not None:
+                current.delete()
+                revoked = ApiKey.objects.filter(
+                    owner_id=user_id, scope_id__in=_subtree_ids(scope), revoked_at__isnull=True
+                ).update(revoked_at=timezone.now())
+                _audit(provider, scope, "role.revoke", target=("user", user_id),
+                       data={"role": Role(current.role).name.lower(), "via": "oidc",
+                             "keys_revoked": revoked})  # fmt: skip
+            continue
+        if current is not None and current.role == want:
+            continue
+        Membership.objects.update_or_create(
+            user_id=user_id, scope=scope, defaults={"role": int(want), "via_idp": True}
+        )
+        _audit(provider, scope, "role.grant", target=("user", user_id),
+               data={"role": want.name.lower(), "via": "oidc", "new": current is None})  # fmt: skip

@@ -5,6 +5,9 @@ Everything goes over real HTTP on 127.0.0.1 with real RS256 signing and verifica
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +22,7 @@ from pytest_django.fixtures import Settings
 
 from tenants import rls
 from tenants.adapters.oidc import JWKS_REFRESH_COOLDOWN_S
+from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import AuditEvent, Membership, Scope
 from tenants.selectors import principal_for_user
@@ -422,3 +426,60 @@ def test_bearer_jwt_is_not_accepted_when_oidc_issuer_is_not_configured(
     assert response.status_code == 401
     assert response.json() == {"detail": "Authentication credentials were not provided."}
     assert not get_user_model().objects.exists()
+
+
+# --- roles from the provider's groups ----------------------------------------------------
+
+
+def test_provider_groups_give_roles_at_sign_in_and_take_them_back_when_the_group_goes(
+    client: Client, oidc: OIDCProvider, organisation: Scope, settings: Settings
+) -> None:
+    platform = scope_create(kind=ScopeKind.WORKSPACE, name="Platform", parent_id=organisation.pk)
+    data = scope_create(kind=ScopeKind.WORKSPACE, name="Data", parent_id=organisation.pk)
+    settings.VERA_OIDC_ORGANISATION = ""  # no default role reaching every workspace
+    settings.VERA_OIDC_GROUP_ROLES = (
+        f"platform-admins={platform.group_id}:admin, platform={platform.group_id}:contributor,"
+        f"data-team={data.group_id}:reviewer"
+    )
+    oidc.user = {**oidc.user, "groups": ["platform", "platform-admins", "other"]}
+    sso_sign_in(client, oidc)
+    roles = principal_for_user(alice().pk, label="t").roles
+    assert roles[platform.group_id] == Role.ADMIN  # the highest of its groups' roles
+    assert data.group_id not in roles
+    # An admin gives her a role on Data by hand: the provider never takes that one.
+    Membership.objects.create(user=alice(), scope=data, role=Role.VIEWER)
+
+    oidc.user = {**oidc.user, "groups": ["platform"]}
+    client.logout()
+    sso_sign_in(client, oidc)
+    roles = principal_for_user(alice().pk, label="t").roles
+    assert roles[platform.group_id] == Role.CONTRIBUTOR
+    oidc.user = {**oidc.user, "groups": ["data-team"]}
+    client.logout()
+    sso_sign_in(client, oidc)
+    roles = principal_for_user(alice().pk, label="t").roles
+    assert platform.group_id not in roles  # the group went: so did the role
+    assert roles[data.group_id] == Role.VIEWER  # granted by hand, left alone
+    # Without a groups claim at all, nothing changes.
+    oidc.user = {k: v for k, v in oidc.user.items() if k != "groups"}
+    client.logout()
+    sso_sign_in(client, oidc)
+    assert principal_for_user(alice().pk, label="t").roles[data.group_id] == Role.VIEWER
+    with rls.tenant_context(Principal(label="t", roles={platform.group_id: Role.OWNER})):
+        grants = list(
+            AuditEvent.objects.filter(group_id=platform.group_id)
+            .order_by("pk")
+            .values_list("action", "data")
+        )
+    assert [action for action, _ in grants] == ["role.grant", "role.grant", "role.revoke"]
+    assert all(data["via"] == "oidc" for _, data in grants)
+
+
+def test_a_bad_group_mapping_stops_the_start() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={**os.environ, "VERA_OIDC_GROUP_ROLES": "admins=w:nope:admin"},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "VERA_OIDC_GROUP_ROLES" in result.stderr

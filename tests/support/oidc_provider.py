@@ -172,7 +172,12 @@ class OIDCProvider:
             "email": user["email"],
             "email_verified": user.get("email_verified", True),
             "preferred_username": user["preferred_username"],
-        }
+            # Whatever else the user carries, as providers add theirs (e.g. `groups`).
+            **{
+                name: value for name, value in user.items()
+                if name not in {"sub", "email", "email_verified", "preferred_username"}
+            },
+        }  # fmt: skip
 
     def access_token_claims(
         self, user: dict[str, Any] | None = None, **overrides: Any
@@ -251,8 +256,9 @@ class OIDCProvider:
             claims = self._access_tokens.get(token) if scheme.lower() == "bearer" else None
         if claims is None or claims["exp"] < time.time():
             return 401, {"error": "invalid_token"}
-        names = ("sub", "email", "email_verified", "preferred_username")
-        return 200, {name: claims[name] for name in names if name in claims}
+        # The user's claims, without the token's own (audience, times, issuer).
+        token_only = {"iss", "aud", "iat", "exp", "nbf", "jti", "scope", "azp", "client_id"}
+        return 200, {name: value for name, value in claims.items() if name not in token_only}
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -398,9 +398,19 @@ VERA_OIDC_AUDIENCE = env_str("VERA_OIDC_AUDIENCE", "")
 # Just-in-time provisioning: new SSO users join this organisation (group id) as viewers.
 VERA_OIDC_ORGANISATION = env_str("VERA_OIDC_ORGANISATION", "")
 VERA_OIDC_DEFAULT_ROLE = env_str("VERA_OIDC_DEFAULT_ROLE", "viewer")
+# Provider groups to roles per scope: `idp-group=<group id>:<role>, ...`; the groups are
+# read from the claim VERA_OIDC_GROUPS_CLAIM of each sign-in (absent: nothing changes).
+VERA_OIDC_GROUPS_CLAIM = env_str("VERA_OIDC_GROUPS_CLAIM", "groups")
+VERA_OIDC_GROUP_ROLES = env_str("VERA_OIDC_GROUP_ROLES", "")
 if VERA_OIDC_DEFAULT_ROLE not in {"viewer", "contributor"}:
     # Single sign-on proves who someone is, not that they may review or administer.
     raise ImproperlyConfigured("VERA_OIDC_DEFAULT_ROLE must be viewer or contributor.")
+try:  # a bad mapping stops the start, rather than granting or revoking by surprise
+    from tenants.domain.idp import parse_group_roles
+
+    parse_group_roles(VERA_OIDC_GROUP_ROLES)
+except ValueError as error:
+    raise ImproperlyConfigured(f"VERA_OIDC_GROUP_ROLES: {error}") from None
 if OIDC_RP_CLIENT_ID:
     AUTHENTICATION_BACKENDS.append("tenants.adapters.oidc.VeraOIDCBackend")
 
