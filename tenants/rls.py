@@ -24,6 +24,10 @@ from opentelemetry import trace
 from tenants.domain.access import Principal
 
 GROUPS_SETTING = "vera.group_ids"
+# Groups whose published knowledge the principal reads (the scopes above its own), and
+# nothing else of them: the tables that hold knowledge admit these rows read-only, and
+# only what was published (`published_reads`).
+READ_GROUPS_SETTING = "vera.read_groups"
 KEY_LOOKUP_SETTING = "vera.api_key_prefix"
 INVITATION_LOOKUP_SETTING = "vera.invitation"
 
@@ -36,6 +40,37 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     )
 $$;
 """
+
+
+READ_GROUPS_FUNCTION = """
+CREATE OR REPLACE FUNCTION vera_read_groups() RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(
+        string_to_array(nullif(current_setting('vera.read_groups', true), ''), ','),
+        '{}'::text[]
+    )
+$$;
+"""
+
+
+def install_read_function() -> migrations.RunSQL:
+    """Migration operation creating `vera_read_groups()`, which `published_reads` uses."""
+    return migrations.RunSQL(
+        READ_GROUPS_FUNCTION, reverse_sql="DROP FUNCTION IF EXISTS vera_read_groups()"
+    )
+
+
+def published_reads(table: str, *, published: str = "true") -> migrations.RunSQL:
+    """Migration operation: the groups in `vera.read_groups` may read `table`'s rows for
+    which `published` (SQL on the row) holds; never write them. A second permissive
+    SELECT policy, so it only ever adds rows to what `enable_rls` admits."""
+    forward = f"""
+        CREATE POLICY {table}_published_read ON {table} FOR SELECT
+        USING (group_id = ANY ((SELECT vera_read_groups())::text[]) AND ({published}));
+    """
+    return migrations.RunSQL(
+        forward, reverse_sql=f"DROP POLICY IF EXISTS {table}_published_read ON {table}"
+    )
 
 
 def install_function() -> migrations.RunSQL:
@@ -142,31 +177,34 @@ def _get(setting: str, *, using: str) -> str:
     return str(row[0]) if row else ""
 
 
-def _swap(setting: str, value: str, *, using: str) -> str:
-    """Set `setting` for the transaction and return its previous value, in one round trip.
-
-    The materialized CTE is computed before the outer query reads its row, so the old
-    value is read before `set_config` runs, whatever order the target list is evaluated in.
-    """
-    with connections[using].cursor() as cursor:
-        cursor.execute(
-            "WITH previous AS MATERIALIZED (SELECT coalesce(current_setting(%s, true), '') AS v) "
-            "SELECT v, set_config(%s, %s, true) FROM previous",
-            [setting, setting, value],
-        )
-        row = cursor.fetchone()
-    return str(row[0]) if row else ""
-
-
 def _encode(principal: Principal) -> str:
     return ",".join(sorted(principal.group_ids))
+
+
+def _encode_reads(principal: Principal) -> str:
+    return ",".join(sorted(principal.reads - principal.group_ids))
+
+
+def _set_both(groups: str, reads: str, *, using: str) -> tuple[str, str]:
+    """Set the groups and the read-only groups for the transaction, in one round trip;
+    returns their previous values (read before either is set)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "WITH previous AS MATERIALIZED (SELECT coalesce(current_setting(%s, true), '') AS g,"
+            " coalesce(current_setting(%s, true), '') AS r) "
+            "SELECT g, r, set_config(%s, %s, true), set_config(%s, %s, true) FROM previous",
+            [GROUPS_SETTING, READ_GROUPS_SETTING, GROUPS_SETTING, groups,
+             READ_GROUPS_SETTING, reads],
+        )  # fmt: skip
+        row = cursor.fetchone()
+    return (str(row[0]), str(row[1])) if row else ("", "")
 
 
 def activate(principal: Principal, *, using: str = "default") -> None:
     """Make `principal`'s groups visible for the rest of the current transaction."""
     if not connections[using].in_atomic_block:
         raise RuntimeError("rls.activate() needs an open transaction (use tenant_context)")
-    _set(GROUPS_SETTING, _encode(principal), using=using)
+    _set_both(_encode(principal), _encode_reads(principal), using=using)
     # Not reset here: the request's tenant_context (TenantContextMiddleware) encloses this
     # and restores the groups on its exit.
     _USAGE_GROUPS.set(principal.group_ids)
@@ -196,7 +234,7 @@ def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[
     connection = connections[using]
     outermost = not connection.in_atomic_block and connection.get_autocommit()
     with transaction.atomic(using=using):
-        previous = _swap(GROUPS_SETTING, _encode(principal), using=using)
+        previous = _set_both(_encode(principal), _encode_reads(principal), using=using)
         token = _USAGE_GROUPS.set(principal.group_ids)
         try:
             yield principal
@@ -205,7 +243,7 @@ def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[
         # The outermost block's commit ends the setting with the transaction: nothing to
         # restore (a round trip saved on every request and job).
         if not outermost and not transaction.get_rollback(using=using):
-            _set(GROUPS_SETTING, previous, using=using)
+            _set_both(*previous, using=using)
 
 
 @contextmanager

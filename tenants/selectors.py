@@ -18,27 +18,41 @@ from tenants.domain.limits import Budget, ScopeLimits
 from tenants.domain.scopes import Role
 from tenants.models import ApiKey, AuditEvent, Membership, Scope
 
-# The scopes under (and including) the roots, in one round trip (a request computes its
-# principal with it: the level-by-level walk was two or three queries per call).
-_SUBTREE = """
+# The scopes under (and including) the roots and the scopes above `up_from`, in one round
+# trip (a request computes its principal with it: the level-by-level walk was two or
+# three queries per call).
+_TREE = """
     WITH RECURSIVE tree AS (
         SELECT id, parent_id, group_id, archived_at IS NOT NULL AS archived
         FROM tenants_scope WHERE id = ANY(%s)
         UNION
         SELECT s.id, s.parent_id, s.group_id, s.archived_at IS NOT NULL
         FROM tenants_scope s JOIN tree t ON s.parent_id = t.id
+    ),
+    above AS (
+        SELECT s.id, s.parent_id, s.group_id FROM tenants_scope s
+        WHERE s.id IN (SELECT parent_id FROM tenants_scope WHERE id = ANY(%s))
+        UNION
+        SELECT s.id, s.parent_id, s.group_id FROM tenants_scope s JOIN above a ON s.id = a.parent_id
     )
-    SELECT id, parent_id, group_id, archived FROM tree
+    SELECT id, parent_id, group_id, archived, false FROM tree
+    UNION ALL
+    SELECT id, parent_id, group_id, false, true FROM above
 """
 
 
-def _scope_tree(root_ids: set[int]) -> list[ScopeNode]:
-    """The scopes under (and including) `root_ids` (those visible: RLS applies)."""
+def _scope_tree(
+    root_ids: set[int], *, up_from: set[int] | None = None
+) -> tuple[list[ScopeNode], set[str]]:
+    """The scopes under (and including) `root_ids`, and the group ids of the scopes above
+    `up_from` (whose published knowledge reaches down to their members)."""
     if not root_ids:
-        return []
+        return [], set()
     with connection.cursor() as cursor:
-        cursor.execute(_SUBTREE, [sorted(root_ids)])
-        return [ScopeNode(*row) for row in cursor.fetchall()]
+        cursor.execute(_TREE, [sorted(root_ids), sorted(up_from or ())])
+        rows = cursor.fetchall()
+    nodes = [ScopeNode(*row[:4]) for row in rows if not row[4]]
+    return nodes, {row[2] for row in rows if row[4]}
 
 
 def _memberships(user_id: int) -> list[tuple[int, Role]]:
@@ -50,17 +64,26 @@ def _memberships(user_id: int) -> list[tuple[int, Role]]:
     ]
 
 
-def user_roles(user_id: int) -> dict[str, Role]:
-    """Every group id the user's memberships reach, with the role that reaches it."""
+def _user_reach(user_id: int) -> tuple[dict[str, Role], frozenset[str]]:
     memberships = _memberships(user_id)
     if not memberships:
-        return {}
-    return effective_roles(_scope_tree({scope for scope, _ in memberships}), memberships)
+        return {}, frozenset()
+    scopes = {scope for scope, _ in memberships}
+    nodes, above = _scope_tree(scopes, up_from=scopes)
+    roles = effective_roles(nodes, memberships)
+    return roles, frozenset(above - set(roles))
+
+
+def user_roles(user_id: int) -> dict[str, Role]:
+    """Every group id the user's memberships reach, with the role that reaches it."""
+    return _user_reach(user_id)[0]
 
 
 def principal_for_user(user_id: int, *, label: str) -> Principal:
-    """The principal a signed-in user acts as."""
-    return Principal(label=label, user_id=user_id, roles=user_roles(user_id))
+    """The principal a signed-in user acts as: its roles, and the scopes above its own
+    whose published knowledge it reads."""
+    roles, reads = _user_reach(user_id)
+    return Principal(label=label, user_id=user_id, roles=roles, reads=reads)
 
 
 def principal_for_api_key(key: ApiKey) -> Principal:
@@ -71,28 +94,35 @@ def principal_for_api_key(key: ApiKey) -> Principal:
     A key of an archived scope reaches nothing.
     """
     memberships = _memberships(key.owner_id)
-    nodes = _scope_tree({scope for scope, _ in memberships} | {key.scope_id})
+    nodes, above = _scope_tree(
+        {scope for scope, _ in memberships} | {key.scope_id}, up_from={key.scope_id}
+    )
     within = subtree_groups(nodes, key.scope_id)
     owner = effective_roles(nodes, memberships) if memberships else {}
     roles = cap_roles(owner, ceiling=Role(key.role_ceiling), within=within)
     if any(node.id == key.scope_id and node.archived for node in nodes):
         roles = {}  # an archived scope's keys reach nothing (authentication refuses them)
+    # What the key's scope reads above it, when the owner holds a role in that scope.
+    reads = frozenset(above) if key.group_id in roles else frozenset()
     return Principal(
-        label=f"api-key:{key.prefix}", user_id=key.owner_id, roles=roles, api_key_id=key.pk
-    )
+        label=f"api-key:{key.prefix}", user_id=key.owner_id, roles=roles, api_key_id=key.pk,
+        reads=reads,
+    )  # fmt: skip
 
 
 def principal_within(principal: Principal, group_id: str) -> Principal | None:
     """The principal narrowed to one scope it has a role in and the scopes under it (what a
     `scope=` argument asks for), or None when it has no role there. Never wider."""
+    if group_id in principal.reads:  # a scope above its own: its published knowledge
+        return replace(principal, roles={}, reads=frozenset({group_id}))
     if principal.role_in(group_id) is None:
         return None
     scope_id = Scope.objects.filter(group_id=group_id).values_list("pk", flat=True).first()
     if scope_id is None:
         return None
-    within = subtree_groups(_scope_tree({scope_id}), scope_id)
+    within = subtree_groups(_scope_tree({scope_id})[0], scope_id)
     roles = {group: role for group, role in principal.roles.items() if group in within}
-    return replace(principal, roles=roles)
+    return replace(principal, roles=roles, reads=frozenset())
 
 
 def scopes_reached(principal: Principal) -> QuerySet[Scope]:

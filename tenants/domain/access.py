@@ -29,6 +29,9 @@ class Principal:
     user_id: int | None = None
     roles: Mapping[str, Role] = field(default_factory=dict)
     api_key_id: int | None = None
+    # Groups whose published knowledge it reads, and nothing more of them: the scopes
+    # above those it has a role in (a workspace member reads its organisation's facts).
+    reads: frozenset[str] = frozenset()
 
     @property
     def group_ids(self) -> frozenset[str]:

@@ -80,7 +80,18 @@ def test_a_fact_in_the_organisation_and_its_workspace_comes_back_once_citing_bot
     status, bad = _hits(client, scope="tenant-b")
     assert status == 400
     assert "scope" in bad
-    # A workspace viewer narrowing to the organisation above it: not theirs to read.
+    # A workspace viewer reads the organisation's published facts too: once, citing both.
     viewer = Client()
     viewer.force_login(tenant_a.viewer)
-    assert _hits(viewer, scope=tenant_a.org.group_id)[0] == 404
+    status, theirs = _hits(viewer)
+    assert status == 200
+    (seen,) = [h for h in theirs["hits"] if h["predicate"] == "RUNS_ON"]
+    assert {c["source"] for c in seen["citations"]} == {"org-docs", "docs"}
+    # Narrowed to the organisation: its facts alone, read-only (no hit id to vote on).
+    status, above = _hits(viewer, scope=tenant_a.org.group_id)
+    assert status == 200
+    assert above["hits"]
+    assert {h["scope"] for h in above["hits"]} == {tenant_a.org.group_id}
+    assert all(h["id"] is None for h in above["hits"])
+    # The other tenant's organisation stays out of reach.
+    assert _hits(viewer, scope=tenant_b.org.group_id)[0] == 404

@@ -40,6 +40,7 @@ from retrieval.services.search.understanding import (
     understand,
     with_meaning,
 )
+from tenants import rls
 
 logger = logging.getLogger(__name__)
 
@@ -411,10 +412,10 @@ def search(
     hit_ids: dict[int, int | None] = dict.fromkeys((cid for cid, _ in top), None)
     if record:
         with watch.step("log"):
-            hit_ids = {
-                row.claim_id: row.pk
+            hit_ids.update(
+                (row.claim_id, row.pk)
                 for row in _log(query, query_id, top, docs, signals, choice, user_id)
-            }
+            )
     # Each model's vector list covers its own workspaces: one "vector" position per hit.
     positions: dict[str, dict[int, int]] = {}
     for name, ids in rankings.items():
@@ -459,7 +460,11 @@ def _log(
     choice: dict[int, ranking.WeightChoice],
     user_id: int | None,
 ) -> list[SearchHit]:
-    """Store each returned hit with its signal vector and weight set (for calibration)."""
+    """Store each returned hit with its signal vector and weight set (for calibration).
+
+    Only hits of the groups the caller works in: a fact read from a scope above its own
+    (published knowledge, read-only) is returned without a hit id, as a snapshot's is."""
+    writable = set(rls.current_group_ids())
     return SearchHit.objects.bulk_create(
         SearchHit(
             group_id=docs[claim_id].group_id,
@@ -474,4 +479,5 @@ def _log(
             user_id=user_id,
         )
         for position, (claim_id, score) in enumerate(final, start=1)
+        if docs[claim_id].group_id in writable
     )
