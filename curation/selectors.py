@@ -36,6 +36,7 @@ from curation.models import (
 from curation.ports import GraphProjection
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
+from tenants.models import Scope
 
 logger = logging.getLogger(__name__)
 
@@ -411,10 +412,16 @@ def outbox_due_groups(
 
 def sources_due(*, now: dt.datetime) -> list[tuple[int, str]]:
     """(id, group) of every enabled source whose schedule has come round, across every
-    group (system finder `vera_sources_due`)."""
+    group (system finder `vera_sources_due`), except in archived scopes (read-only)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM vera_sources_due(%s)", [now])
-        return [(source_id, group_id) for source_id, group_id in cursor.fetchall()]
+        due = [(source_id, group_id) for source_id, group_id in cursor.fetchall()]
+    archived = set(
+        Scope.objects.filter(
+            group_id__in={group for _, group in due}, archived_at__isnull=False
+        ).values_list("group_id", flat=True)
+    )
+    return [(source_id, group) for source_id, group in due if group not in archived]
 
 
 def outbox_dead_letters() -> dict[Consumer, int]:

@@ -18,7 +18,7 @@ from django.http import HttpRequest
 from tenants.middleware import request_principal
 from tenants.models import ApiKey, AuditEvent, Membership, Scope
 from tenants.services.api_keys import api_key_revoke
-from tenants.services.scopes import PermissionDenied
+from tenants.services.scopes import NotFound, PermissionDenied, scope_archive, scope_rename
 
 
 class WrittenByServices:
@@ -55,7 +55,7 @@ def apply_each(
     for pk in ids:
         try:
             use_case(pk)
-        except (ValueError, PermissionDenied) as error:
+        except (ValueError, PermissionDenied, NotFound) as error:
             refused.append(f"#{pk}: {error}")
         else:
             count += 1
@@ -80,12 +80,13 @@ class ScopeAdmin(admin.ModelAdmin[Scope]):
     """Scopes: the name and rate limits are editable; group id, kind and parent decide who
     sees what."""
 
-    list_display = ["name", "kind", "group_id", "parent", "created_at"]
+    list_display = ["name", "kind", "group_id", "parent", "created_at", "archived_at"]
     list_filter = ["kind"]
     search_fields = ["name", "group_id"]
-    readonly_fields = ["group_id", "kind", "parent", "created_at"]
+    readonly_fields = ["group_id", "kind", "parent", "created_at", "archived_at"]
+    actions = ["archive_selected", "restore_selected"]
     fieldsets = [
-        (None, {"fields": ["name", "group_id", "kind", "parent", "created_at"]}),
+        (None, {"fields": ["name", "group_id", "kind", "parent", "created_at", "archived_at"]}),
         (
             "Rate limits of the REST API",
             {
@@ -103,6 +104,37 @@ class ScopeAdmin(admin.ModelAdmin[Scope]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # scopes are created by the services, which assign group ids
+
+    def save_model(self, request: HttpRequest, obj: Scope, form: Any, change: bool) -> None:
+        """A new name goes through `scope_rename` (its managers only, unique among its
+        siblings, audited); the rate limits are saved as they are."""
+        if change and "name" in form.changed_data:
+            wanted, obj.name = obj.name, Scope.objects.get(pk=obj.pk).name
+            try:
+                scope_rename(actor=request_principal(request), group_id=obj.group_id, name=wanted)
+            except (ValueError, PermissionDenied, NotFound) as error:
+                self.message_user(request, f"Not renamed: {error}", messages.ERROR)
+            else:
+                obj.name = wanted
+        obj.save(update_fields=[f for f in form.changed_data if f != "name"] or None)
+
+    def _archive(self, request: HttpRequest, queryset: QuerySet[Scope], *, archived: bool) -> None:
+        actor = request_principal(request)
+        groups = dict(queryset.values_list("pk", "group_id"))
+        apply_each(
+            self, request, groups,
+            lambda pk: scope_archive(actor=actor, group_id=groups[pk], archived=archived,
+                                     reason="the admin"),
+            done="scope(s) archived" if archived else "scope(s) restored",
+        )  # fmt: skip
+
+    @admin.action(description="Archive the selected scopes (read-only, keys refused)")
+    def archive_selected(self, request: HttpRequest, queryset: QuerySet[Scope]) -> None:
+        self._archive(request, queryset, archived=True)
+
+    @admin.action(description="Restore the selected scopes")
+    def restore_selected(self, request: HttpRequest, queryset: QuerySet[Scope]) -> None:
+        self._archive(request, queryset, archived=False)
 
     def has_delete_permission(self, request: HttpRequest, obj: Scope | None = None) -> bool:
         return False  # a scope's rows (and their audit trail) outlive a click

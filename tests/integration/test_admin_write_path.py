@@ -714,3 +714,31 @@ def test_golden_query_add_offers_only_workspaces_the_user_administers(
     assert world.other_workspace.group_id in html
     assert tenant_b.workspace.group_id not in html
     assert world.tenant.org.group_id not in html  # golden sets belong to workspaces
+
+
+def test_scopes_are_renamed_and_archived_in_the_admin_through_the_scope_use_cases(
+    world: World, client: Client, tenant_a: Tenant
+) -> None:
+    workspace = tenant_a.workspace
+    # The workspace's own admin (a superuser here) is not its organisation's: refused.
+    _action(client, Scope, "archive_selected", [workspace.pk])
+    workspace.refresh_from_db()
+    assert workspace.archived_at is None
+    membership_grant(user_id=tenant_a.admin.pk, scope_id=tenant_a.org.pk, role=Role.ADMIN)
+    _action(client, Scope, "archive_selected", [workspace.pk])
+    workspace.refresh_from_db()
+    assert workspace.archived_at is not None
+    _action(client, Scope, "restore_selected", [workspace.pk])
+    workspace.refresh_from_db()
+    assert workspace.archived_at is None
+    url = f"/admin/tenants/scope/{workspace.pk}/change/"
+    response = client.post(url, {"name": "Renamed in the admin", "search_limit": "",
+                                 "write_limit": "", "principal_search_limit": "",
+                                 "principal_write_limit": "", "memberships-TOTAL_FORMS": "0",
+                                 "memberships-INITIAL_FORMS": "0"})  # fmt: skip
+    assert response.status_code == 302, response.content.decode()[:3000]
+    workspace.refresh_from_db()
+    assert workspace.name == "Renamed in the admin"
+    actions = {event.action for event in _audited(world, "scope.rename")}
+    actions |= {event.action for event in _audited(world, "scope.archive")}
+    assert actions == {"scope.rename", "scope.archive"}

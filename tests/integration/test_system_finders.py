@@ -194,6 +194,9 @@ def test_due_sources_of_every_group_are_found_when_their_schedule_came_round(
         sources[name] = (source_id, tenant.workspace.group_id)
 
     assert sources_due(now=now) == sorted([sources["never-run"], sources["an-hour-ago"]])
+    # An archived scope is read-only: its sources are not run.
+    Scope.objects.filter(pk=tenant_b.workspace.pk).update(archived_at=now)
+    assert sources_due(now=now) == [sources["never-run"]]
 
 
 def test_snapshots_waiting_in_every_group_are_found(tenant_a: Tenant, tenant_b: Tenant) -> None:
