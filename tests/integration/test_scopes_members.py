@@ -221,3 +221,24 @@ def test_deactivation_is_the_organisations_and_stops_keys_and_sessions(
     assert session.get("/api/v1/me").status_code in (401, 403)  # the session is gone too
     with rls.tenant_context(tenant_a.principal(owner)):
         assert AuditEvent.objects.filter(action="user.deactivate", group_id=org).exists()
+
+
+def test_a_key_acts_with_its_ceiling_never_its_owners_full_role(
+    client: Client, tenant_a: Tenant
+) -> None:
+    low = Client(HTTP_AUTHORIZATION=f"Bearer {tenant_a.issue_key(owner=tenant_a.admin).plaintext}")
+    ws = tenant_a.workspace.group_id
+    body = {"kind": "project", "name": "From a key", "parent": ws}
+    assert low.post("/api/v1/scopes", body, content_type="application/json").status_code == 403
+    assert low.get(f"/api/v1/scopes/{ws}/members").status_code == 403
+    add = {"user": tenant_a.reviewer.username, "role": "viewer"}
+    assert (
+        low.post(f"/api/v1/scopes/{ws}/members", add, content_type="application/json").status_code
+        == 403
+    )
+    invite = {"email": "x@example.org", "role": "viewer"}
+    url = f"/api/v1/scopes/{ws}/invitations"
+    assert low.post(url, invite, content_type="application/json").status_code == 403
+    # Leaving through a key is not leaving: a key never removes its owner.
+    assert low.delete(f"/api/v1/scopes/{ws}/members/{tenant_a.admin.pk}").status_code == 403
+    assert Membership.objects.filter(user=tenant_a.admin, scope=tenant_a.workspace).exists()
