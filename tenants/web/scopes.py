@@ -64,12 +64,23 @@ def scope_page(request: HttpRequest, group_id: str) -> HttpResponse:
             and principal.can(Role.ADMIN, scope.parent.group_id)
         ),
         "admin": admin,
+        # Its organisation's admins deactivate people from any of its scopes' pages.
+        "deactivates": principal.can(Role.ADMIN, _organisation(scope.group_id)),
+        "me": principal.user_id,
         "members": selectors.members_of(scope) if admin else [],
         "invitations": _pending(scope) if admin else [],
         "roles": ROLES[: ROLES.index(role.name.lower()) + 1],
         "sent": request.session.pop("vera_sent_invitation", None),
     }
     return render(request, "tenants/scope.html", context)
+
+
+def _organisation(group_id: str) -> str:
+    """The group id of the organisation a scope belongs to (itself for an organisation)."""
+    scope = Scope.objects.filter(group_id=group_id).select_related("parent__parent").first()
+    while scope is not None and scope.parent is not None:
+        scope = scope.parent
+    return scope.group_id if scope is not None else group_id
 
 
 def _pending(scope: Scope) -> QuerySet[Invitation]:
@@ -152,8 +163,9 @@ def member_change(request: HttpRequest, group_id: str, user_id: int) -> HttpResp
         return _act(request, group_id, lambda: scopes.member_remove(
             actor=principal, group_id=group_id, user_id=user_id), "Removed.")  # fmt: skip
     if request.POST.get("deactivate"):
+        organisation = _organisation(group_id)
         return _act(request, group_id, lambda: scopes.member_deactivate(
-            actor=principal, group_id=group_id, user_id=user_id), "Deactivated.")  # fmt: skip
+            actor=principal, group_id=organisation, user_id=user_id), "Deactivated.")  # fmt: skip
     role = _role(request)
     return _act(request, group_id, lambda: scopes.member_set_role(
         actor=principal, group_id=group_id, user=user_id, role=role), "Role changed.")  # fmt: skip

@@ -101,11 +101,9 @@ def test_an_owner_onboards_a_colleague_who_then_loses_access(
     me = theirs.request.get(f"{base}/api/v1/me").json()
     assert me["roles"][platform.group_id] == "viewer"
 
-    # Deactivated from the organisation: their key and their session stop at once.
-    _scope_page(page, base, tenant_a.org.name)
-    page.fill("#add-form input[name=user]", "casey")
-    page.select_option("#add-form select[name=role]", "viewer")
-    page.click("#add-form button")
+    # Deactivated by the organisation's owner, from the workspace's page: their key and
+    # their session stop at once.
+    _scope_page(page, base, "Platform")
     page.locator("#members tr[data-user=casey] button[name=deactivate]").click()
     expect(page.get_by_role("status").first).to_contain_text("Deactivated")
     assert page.request.get(f"{base}/api/v1/me", headers=bearer).status == 401
