@@ -11,13 +11,14 @@ import datetime as dt
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from django.db import connection
-from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from curation.models import Claim, Evidence
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, WeightChoice, Weights
-from retrieval.domain.results import Result
+from retrieval.domain.results import Hit, Result
 from retrieval.domain.understanding import Understanding
 from retrieval.models import EvaluationResult, EvaluationRun, WeightActivation, WeightSet
 from tenants.domain.access import Principal
@@ -92,58 +93,80 @@ class CitedResult:
         return len(self.hits)
 
 
-_CLAIM_COLUMNS = (
-    "group_id", "fact_text", "predicate", "subject_id", "object_entity_id", "object_literal",
-    "status",
-    "valid_from", "valid_to", "tier", "subject__canonical_name",
-    "object_entity__canonical_name", "source__name",
-)  # fmt: skip
-_EVIDENCE_COLUMNS = (
-    "claim_id", "start", "end", "snippet", "episode__external_id", "episode__url",
-    "episode__source__name",
-)  # fmt: skip
+# A hit's claim and its citations in one statement (under the caller's RLS, as any read):
+# only the columns a cited hit shows, the evidence aggregated per claim in its order.
+_CITED_SQL = """
+    SELECT c.id, c.group_id, c.fact_text, c.predicate, c.subject_id, c.object_entity_id,
+           c.object_literal, c.status, c.valid_from, c.valid_to, c.tier,
+           subject.canonical_name, object.canonical_name, source.name,
+           coalesce((
+               SELECT json_agg(json_build_array(
+                          es.name, ep.external_id, ep.url, e.start, e."end",
+                          left(e.snippet, %s)
+                      ) ORDER BY e.id)
+               FROM curation_evidence e
+               JOIN curation_episode ep ON ep.id = e.episode_id
+               JOIN curation_source es ON es.id = ep.source_id
+               WHERE e.claim_id = c.id
+           ), '[]')
+    FROM curation_claim c
+    JOIN curation_entity subject ON subject.id = c.subject_id
+    LEFT JOIN curation_entity object ON object.id = c.object_entity_id
+    JOIN curation_source source ON source.id = c.source_id
+    WHERE c.id = ANY(%s)
+"""
 
 
 def search_result_cited(*, result: Result) -> CitedResult:
-    """The search's hits with their claims and citations, in the same queries for any k."""
-    # Only the columns a cited hit shows: a claim's, an episode's and a source's other
-    # columns (configs, hashes, metadata) cost their decoding on every search.
-    evidence = (
-        Evidence.objects.select_related("episode__source").only(*_EVIDENCE_COLUMNS).order_by("pk")
-    )
-    claims = (
-        Claim.objects.select_related("subject", "object_entity", "source")
-        .only(*_CLAIM_COLUMNS)
-        .prefetch_related(Prefetch("evidence", evidence))
-        .in_bulk([hit.claim_id for hit in result.hits])
-    )
+    """The search's hits with their claims and citations, in one statement for any k.
+
+    Raw SQL rather than the ORM: every search pays for this, and model instances of the
+    claims, their evidence, episodes and sources cost more than the read itself."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CITED_SQL, [SNIPPET_CHARS, [hit.claim_id for hit in result.hits]])
+        claims = {row[0]: row for row in cursor.fetchall()}
     hits = tuple(
-        CitedHit(
-            hit_id=hit.hit_id,
-            claim_id=claim.pk,
-            fact=claim.fact_text,
-            subject=claim.subject.canonical_name,
-            predicate=claim.predicate,
-            object_text=object_text(claim),
-            score=round(hit.score, 6),
-            subject_id=claim.subject_id,
-            object_id=claim.object_entity_id,
-            signals=hit.signals,
-            rerank=hit.rerank,
-            status=claim.status,
-            valid_from=claim.valid_from,
-            valid_to=claim.valid_to,
-            tier=claim.tier,
-            source_name=claim.source.name,
-            citations=tuple(citation_of(evidence) for evidence in claim.evidence.all()),
-            weight_version=hit.weight_version,
-            group_id=claim.group_id,
-        )
+        _cited_hit(hit, claims[hit.claim_id])
         for hit in result.hits
         # A claim deleted since the search logged its hit has nothing left to cite.
-        if (claim := claims.get(hit.claim_id)) is not None
+        if hit.claim_id in claims
     )
     return cited_result(result, same_facts_merged(hits))
+
+
+def _cited_hit(hit: Hit, row: tuple[Any, ...]) -> CitedHit:
+    (claim_id, group_id, fact, predicate, subject_id, object_id, literal, status,
+     valid_from, valid_to, tier, subject, object_name, source, evidence) = row  # fmt: skip
+    return CitedHit(
+        hit_id=hit.hit_id,
+        claim_id=claim_id,
+        fact=fact,
+        subject=subject,
+        predicate=predicate,
+        object_text=object_name if object_id is not None else literal or "",
+        score=round(hit.score, 6),
+        subject_id=subject_id,
+        object_id=object_id,
+        signals=hit.signals,
+        rerank=hit.rerank,
+        status=status,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        tier=tier,
+        source_name=source,
+        citations=tuple(
+            Citation(
+                source=name,
+                episode=episode,
+                url=url,
+                span=(start, end) if start is not None else None,
+                snippet=snippet,
+            )
+            for name, episode, url, start, end, snippet in evidence
+        ),
+        weight_version=hit.weight_version,
+        group_id=group_id,
+    )
 
 
 def _fact_key(hit: CitedHit) -> tuple[object, ...]:

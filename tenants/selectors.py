@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import datetime as dt
+from dataclasses import dataclass, replace
 
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
@@ -56,12 +57,13 @@ def _scope_tree(
 
 
 def _memberships(user_id: int) -> list[tuple[int, Role]]:
-    return [
-        (scope_id, Role(role))
-        for scope_id, role in Membership.objects.filter(user_id=user_id).values_list(
-            "scope_id", "role"
+    # Raw SQL: every authenticated request reads this, and the ORM's compilation cost
+    # several times the read (the membership table is not under row-level security).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT scope_id, role FROM tenants_membership WHERE user_id = %s", [user_id]
         )
-    ]
+        return [(scope_id, Role(role)) for scope_id, role in cursor.fetchall()]
 
 
 def _user_reach(user_id: int) -> tuple[dict[str, Role], frozenset[str]]:
@@ -86,7 +88,42 @@ def principal_for_user(user_id: int, *, label: str) -> Principal:
     return Principal(label=label, user_id=user_id, roles=roles, reads=reads)
 
 
-def principal_for_api_key(key: ApiKey) -> Principal:
+@dataclass(frozen=True)
+class PresentedKey:
+    """The API key row a presented prefix names, with its owner's state: what
+    authentication checks and the principal is computed from."""
+
+    pk: int
+    prefix: str
+    secret_hash: str
+    owner_id: int
+    owner_active: bool
+    scope_id: int
+    group_id: str
+    role_ceiling: int
+    expires_at: dt.datetime | None
+    last_used_at: dt.datetime | None
+    revoked_at: dt.datetime | None
+
+
+_PRESENTED_KEY = """
+    SELECT k.id, k.prefix, k.secret_hash, k.owner_id, u.is_active, k.scope_id, k.group_id,
+           k.role_ceiling, k.expires_at, k.last_used_at, k.revoked_at
+    FROM tenants_apikey k JOIN auth_user u ON u.id = k.owner_id
+    WHERE k.prefix = %s
+"""
+
+
+def presented_key(prefix: str) -> PresentedKey | None:
+    """The key row with this prefix that row-level security lets the caller see (inside
+    `rls.api_key_lookup`), in one raw read: every API request makes it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PRESENTED_KEY, [prefix])
+        row = cursor.fetchone()
+    return PresentedKey(*row) if row else None
+
+
+def principal_for_api_key(key: ApiKey | PresentedKey) -> Principal:
     """An API key acts as its owner, capped by its ceiling and limited to its scope's subtree.
 
     One subtree query serves both: the owner's membership scopes and the key's scope are
@@ -192,6 +229,15 @@ def principal_system(label: str, *, group_ids: list[str] | None = None) -> Princ
     )
 
 
+_LIMIT_ROOTS = """
+    SELECT s.group_id, s.search_limit, s.write_limit, s.principal_search_limit,
+           s.principal_write_limit
+    FROM tenants_scope s LEFT JOIN tenants_scope parent ON parent.id = s.parent_id
+    WHERE s.group_id = ANY(%s) AND (parent.id IS NULL OR NOT parent.group_id = ANY(%s))
+    ORDER BY s.group_id
+"""
+
+
 def rate_limit_scopes(principal: Principal) -> list[ScopeLimits]:
     """The roots of the principal's reach (scopes whose parent it does not reach), with
     their own rate limits, in one query: the scopes a request of its is charged to.
@@ -202,18 +248,10 @@ def rate_limit_scopes(principal: Principal) -> list[ScopeLimits]:
     groups = sorted(principal.group_ids)
     if not groups:
         return []
-    rows = (
-        Scope.objects.filter(group_id__in=groups)
-        .exclude(parent__group_id__in=groups)
-        .order_by("group_id")
-        .values_list(
-            "group_id",
-            "search_limit",
-            "write_limit",
-            "principal_search_limit",
-            "principal_write_limit",
-        )
-    )
+    # Raw SQL: every rate-limited request reads this (see `_memberships`).
+    with connection.cursor() as cursor:
+        cursor.execute(_LIMIT_ROOTS, [groups, groups])
+        rows = cursor.fetchall()
     return [
         ScopeLimits(
             group_id=group_id,

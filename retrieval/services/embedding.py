@@ -17,6 +17,7 @@ SciFact (bench.embedders); the price is embedding every text twice.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -73,14 +74,17 @@ def group_embedder(group_id: str, catalog: EmbedderCatalog) -> Embedder:
     return catalog.passage(group_provider(group_id, catalog))
 
 
-def visible_providers(catalog: EmbedderCatalog) -> list[str]:
+def visible_providers(
+    catalog: EmbedderCatalog, pins: Iterable[GroupEmbedding] | None = None
+) -> list[str]:
     """The providers of the groups the tenant context sees (RLS), the default first.
 
     A search embeds its query once per provider listed here. A pin whose model is no
     longer offered is left out (logged): its documents are found by full text only.
+    `pins` are the visible pins when the caller has read them already.
     """
     found: set[str] = set()
-    for pin in GroupEmbedding.objects.all():
+    for pin in GroupEmbedding.objects.all() if pins is None else pins:
         try:
             found.add(pin_provider(pin, catalog))
         except EmbedderUnavailable as error:
@@ -182,10 +186,14 @@ def catch_up_progress(group_id: str) -> tuple[int, int]:
     return stale_documents(group_id, pin.model).count(), total
 
 
-def visible_companions(catalog: EmbedderCatalog) -> list[str]:
+def visible_companions(
+    catalog: EmbedderCatalog, pins: Iterable[GroupEmbedding] | None = None
+) -> list[str]:
     """The companion providers of the groups the tenant context sees (RLS), offered ones."""
     found = set()
-    for pin in GroupEmbedding.objects.exclude(companion=""):
+    for pin in GroupEmbedding.objects.exclude(companion="") if pins is None else pins:
+        if not pin.companion:
+            continue
         if pin.companion in catalog.choices():
             found.add(pin.companion)
         else:
@@ -193,6 +201,12 @@ def visible_companions(catalog: EmbedderCatalog) -> list[str]:
                 "vector search skips %s's companion %s: not offered", pin.group_id, pin.companion
             )
     return sorted(found)
+
+
+def search_models(catalog: EmbedderCatalog) -> tuple[list[str], list[str]]:
+    """`visible_providers` and `visible_companions` from one read of the visible pins."""
+    pins = list(GroupEmbedding.objects.all())
+    return visible_providers(catalog, pins), visible_companions(catalog, pins)
 
 
 def group_companion(group_id: str, catalog: EmbedderCatalog) -> Embedder | None:

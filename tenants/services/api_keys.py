@@ -13,7 +13,7 @@ from tenants.domain import api_keys as keys
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.models import ApiKey, Scope
-from tenants.selectors import principal_for_api_key, user_roles
+from tenants.selectors import presented_key, principal_for_api_key, user_roles
 from tenants.services.audit import audit_record
 from tenants.services.scopes import PermissionDenied
 
@@ -178,12 +178,12 @@ def api_key_authenticate(token: str) -> Principal | None:
     parsed = keys.parse(token)
     prefix, secret = parsed if parsed else ("-" * 8, token)
     with rls.api_key_lookup(prefix):
-        key = ApiKey.objects.filter(prefix=prefix).select_related("owner").first()
+        key = presented_key(prefix)
     matched = keys.secret_matches(secret, key.secret_hash if key else keys.DUMMY_HASH)
     now = timezone.now()
     if key is None or not matched or parsed is None:
         return None
-    if not key.owner.is_active:
+    if not key.owner_active:
         return None  # a deactivated person's keys die with their sign-in
     if key.revoked_at is not None or (key.expires_at is not None and key.expires_at <= now):
         return None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from django.db import transaction
+from django.utils import timezone
 
 from curation.domain.validity import VALID_NOW
 from curation.ports import Embedder
@@ -28,10 +29,9 @@ from retrieval.domain.fusion import ListWeights, list_weights
 from retrieval.domain.query import Query
 from retrieval.domain.results import Hit, Result, Stage3
 from retrieval.domain.understanding import Understanding, spoken
-from retrieval.models import SearchHit
 from retrieval.ports import EmbedderCatalog, RerankerError, Reranking
 from retrieval.selectors import weights_active
-from retrieval.services.embedding import visible_companions, visible_providers
+from retrieval.services.embedding import search_models
 from retrieval.services.search import sql
 from retrieval.services.search.timing import Stopwatch
 from retrieval.services.search.understanding import (
@@ -40,7 +40,6 @@ from retrieval.services.search.understanding import (
     understand,
     with_meaning,
 )
-from tenants import rls
 
 logger = logging.getLogger(__name__)
 
@@ -119,20 +118,17 @@ def stage1(
     return stage1_lists(query, embedder=embedder, depth=depth, watch=watch).rankings
 
 
-def query_embedders(embedder: Embedders | None) -> list[Embedder]:
-    """The query embedders a search uses: one per model among the workspaces it sees."""
+def query_embedders(embedder: Embedders | None) -> list[tuple[Embedder, bool]]:
+    """The query embedders a search uses, each with whether it is a companion model: one
+    per model among the workspaces it sees, then their companion models (one read)."""
     if embedder is None:
         return []
-    if isinstance(embedder, EmbedderCatalog):
-        return [embedder.query(provider) for provider in visible_providers(embedder)]
-    return [embedder]
-
-
-def companion_embedders(embedder: Embedders | None) -> list[Embedder]:
-    """The query embedders of the companion models of the workspaces the search sees."""
     if not isinstance(embedder, EmbedderCatalog):
-        return []
-    return [embedder.query(provider) for provider in visible_companions(embedder)]
+        return [(embedder, False)]
+    providers, companions = search_models(embedder)
+    return [(embedder.query(p), False) for p in providers] + [
+        (embedder.query(p), True) for p in companions
+    ]
 
 
 def stage1_lists(
@@ -154,11 +150,7 @@ def stage1_lists(
     """
     watch = watch or Stopwatch()
     where, params = sql.where_clause(query)
-    if pinned is not None:
-        embedders = list(pinned)
-    else:
-        embedders = [(each, False) for each in query_embedders(embedder)]
-        embedders += [(each, True) for each in companion_embedders(embedder)]
+    embedders = list(pinned) if pinned is not None else query_embedders(embedder)
     # The query is embedded while Postgres runs the lexical half: the model and the
     # database wait both release the GIL, so the two overlap instead of adding up.
     # Each embedding runs in a copy of this context, so a provider's span (when tracing
@@ -412,10 +404,7 @@ def search(
     hit_ids: dict[int, int | None] = dict.fromkeys((cid for cid, _ in top), None)
     if record:
         with watch.step("log"):
-            hit_ids.update(
-                (row.claim_id, row.pk)
-                for row in _log(query, query_id, top, docs, signals, choice, user_id)
-            )
+            hit_ids.update(_log(query, query_id, top, docs, signals, choice, user_id))
     # Each model's vector list covers its own workspaces: one "vector" position per hit.
     positions: dict[str, dict[int, int]] = {}
     for name, ids in rankings.items():
@@ -459,25 +448,27 @@ def _log(
     signals: dict[int, dict[str, float]],
     choice: dict[int, ranking.WeightChoice],
     user_id: int | None,
-) -> list[SearchHit]:
-    """Store each returned hit with its signal vector and weight set (for calibration).
+) -> dict[int, int]:
+    """Store each returned hit with its signal vector and weight set (for calibration);
+    {claim id: hit id}.
 
     Only hits of the groups the caller works in: a fact read from a scope above its own
     (published knowledge, read-only) is returned without a hit id, as a snapshot's is."""
-    writable = set(rls.current_group_ids())
-    return SearchHit.objects.bulk_create(
-        SearchHit(
-            group_id=docs[claim_id].group_id,
-            query_id=query_id,
-            query_text=query.text,
-            claim_id=claim_id,
-            rank=position,
-            score=score,
-            signals=signals[claim_id],
-            weight_set_id=choice[claim_id].set_id,
-            weight_version=choice[claim_id].version,
-            user_id=user_id,
-        )
-        for position, (claim_id, score) in enumerate(final, start=1)
-        if docs[claim_id].group_id in writable
+    return sql.log_hits(
+        query_id=query_id,
+        query_text=query.text,
+        user_id=user_id,
+        at=timezone.now(),
+        hits=[
+            sql.Logged(
+                group_id=docs[claim_id].group_id,
+                claim_id=claim_id,
+                rank=position,
+                score=score,
+                signals=signals[claim_id],
+                weight_set_id=choice[claim_id].set_id,
+                weight_version=choice[claim_id].version,
+            )
+            for position, (claim_id, score) in enumerate(final, start=1)
+        ],
     )

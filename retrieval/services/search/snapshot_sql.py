@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Value
 
 from retrieval.domain import lexical
 from retrieval.domain.understanding import FUNCTION_WORDS
-from retrieval.models import SnapshotDocument
 from retrieval.services.search.sql import (
     AS_OF,
     LEXEMES,
@@ -233,14 +231,25 @@ class SnapshotIndex:
 
     def votes(self, claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
         """(up, down) per claim as they were when the snapshot was taken."""
-        rows = SnapshotDocument.objects.filter(
-            snapshot_id=self.snapshot_id, claim_id__in=list(claim_ids)
-        ).values_list("claim_id", "up", "down")
-        return {claim_id: (up, down) for claim_id, up, down in rows if up or down}
+        with connection.cursor() as cursor:
+            cursor.execute(_VOTES, [self.snapshot_id, list(claim_ids)])
+            return {claim_id: (up, down) for claim_id, up, down in cursor.fetchall()}
 
     def documents(self, claim_ids: list[int], *, with_text: bool) -> dict[int, Candidate]:
         """The candidates' snapshot rows, as `sql.documents` gives the live ones."""
-        rows = SnapshotDocument.objects.filter(
-            snapshot_id=self.snapshot_id, claim_id__in=claim_ids
-        ).values_list(*Candidate._fields[:-1], "text" if with_text else Value(""))
-        return {row[0]: Candidate(*row) for row in rows}
+        with connection.cursor() as cursor:  # raw, as `sql.documents`
+            cursor.execute(
+                _DOCUMENTS_TEXT if with_text else _DOCUMENTS, [self.snapshot_id, claim_ids]
+            )
+            return {row[0]: Candidate(*row) for row in cursor.fetchall()}
+
+
+_VOTES = """
+    SELECT claim_id, up, down FROM retrieval_snapshotdocument
+    WHERE snapshot_id = %s AND claim_id = ANY(%s) AND (up > 0 OR down > 0)
+"""
+_DOCUMENTS = f"""
+    SELECT {", ".join(Candidate._fields[:-1])}, '' FROM retrieval_snapshotdocument
+    WHERE snapshot_id = %s AND claim_id = ANY(%s)
+"""  # noqa: S608 - fixed column names
+_DOCUMENTS_TEXT = _DOCUMENTS.replace(", ''", ", text", 1)

@@ -7,17 +7,19 @@ filters by tenant itself.
 from __future__ import annotations
 
 import datetime as dt
+import json
+import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Value
 
 from curation.domain.validity import EVER_VALID, VALID_NOW
 from retrieval.domain import lexical
 from retrieval.domain.query import Query
 from retrieval.domain.understanding import FUNCTION_WORDS
-from retrieval.models import INDEXED_DIMENSIONS, SearchDocument
+from retrieval.models import INDEXED_DIMENSIONS
+from tenants.rls import GROUPS_SETTING
 
 # The postings each query term reads (its best by impact) to find the candidates, which
 # are then scored from all their postings (`lexical_scores`). SciFact train, k1 0.9,
@@ -359,9 +361,62 @@ class Candidate(NamedTuple):
     text: str
 
 
+_DOCUMENTS = f"""
+    SELECT {", ".join(Candidate._fields[:-1])}, '' FROM retrieval_searchdocument
+    WHERE claim_id = ANY(%s)
+"""  # noqa: S608 - fixed column names
+_DOCUMENTS_TEXT = _DOCUMENTS.replace(", ''", ", text", 1)
+
+
 def documents(claim_ids: list[int], *, with_text: bool) -> dict[int, Candidate]:
     """The candidates' index rows, as plain tuples; their text only when stage 3 reads it."""
-    rows = SearchDocument.objects.filter(claim_id__in=claim_ids).values_list(
-        *Candidate._fields[:-1], "text" if with_text else Value("")
-    )
-    return {row[0]: Candidate(*row) for row in rows}
+    with connection.cursor() as cursor:  # raw: the ORM's compilation cost more than the read
+        cursor.execute(_DOCUMENTS_TEXT if with_text else _DOCUMENTS, [list(claim_ids)])
+        return {row[0]: Candidate(*row) for row in cursor.fetchall()}
+
+
+class Logged(NamedTuple):
+    """One returned hit as the search log keeps it (`retrieval_searchhit`)."""
+
+    group_id: str
+    claim_id: int
+    rank: int
+    score: float
+    signals: dict[str, float]
+    weight_set_id: int | None
+    weight_version: int
+
+
+# Only rows of the groups the caller works in are written (the others were read from a
+# scope above its own, read-only): filtered by the transaction's own setting, which is
+# what row-level security checks the rows against.
+_LOG = """
+    INSERT INTO retrieval_searchhit (group_id, query_id, query_text, claim_id, rank, score,
+                                     signals, user_id, weight_set_id, weight_version, created_at)
+    SELECT h.group_id, %s, %s, h.claim_id, h.rank, h.score, h.signals::jsonb, %s,
+           h.weight_set_id, h.weight_version, %s
+    FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::float8[], %s::text[], %s::bigint[],
+                %s::int[])
+         AS h(group_id, claim_id, rank, score, signals, weight_set_id, weight_version)
+    WHERE h.group_id = ANY(string_to_array(current_setting(%s, true), ','))
+    RETURNING claim_id, id
+"""
+
+
+def log_hits(
+    *,
+    query_id: uuid.UUID,
+    query_text: str,
+    user_id: int | None,
+    at: dt.datetime,
+    hits: Sequence[Logged],
+) -> dict[int, int]:
+    """Store the hits in the search log in one statement; {claim id: hit id} of those
+    written (the caller's own groups')."""
+    if not hits:
+        return {}
+    columns = [list(column) for column in zip(*hits, strict=True)]
+    columns[Logged._fields.index("signals")] = [json.dumps(hit.signals) for hit in hits]
+    with connection.cursor() as cursor:
+        cursor.execute(_LOG, [query_id, query_text, user_id, at, *columns, GROUPS_SETTING])
+        return dict(cursor.fetchall())
