@@ -66,6 +66,30 @@ def _fail_open(error: RateLimiterUnavailable) -> bool:
     return True
 
 
+def principal_charge(principal: Principal, budget: Budget) -> tuple[str, int] | None:
+    """Charge one request of `budget` to the principal and the root scopes it reaches:
+    None when it may go ahead, else (why, seconds to wait). The REST API and the MCP
+    server charge the same counters, so a principal has one budget whichever way it comes.
+    """
+    plan = charges(
+        budget=budget, principal=_principal(principal),
+        scopes=rate_limit_scopes(principal), defaults=defaults(),
+    )  # fmt: skip
+    window = Window.at(time.time(), settings.VERA_RATE_LIMIT__WINDOW_S)
+    try:
+        refusal = wiring.rate_limiter().hit(plan, window=window)
+    except RateLimiterUnavailable as error:
+        _fail_open(error)
+        return None
+    if refusal is None:
+        return None
+    detail = (
+        f"{budget.capitalize()} rate limit reached for {refusal.charge.names}: "
+        f"{refusal.charge.limit} per {window.length_s} s."
+    )
+    return detail, refusal.retry_after_s
+
+
 class RateLimitThrottle(BaseThrottle):
     """Charges a search or a write to its principal and to each root scope it reaches."""
 
@@ -80,21 +104,9 @@ class RateLimitThrottle(BaseThrottle):
         budget = self.budget(view, request.method or "GET")
         if budget is None:
             return True
-        principal = principal_of(request)
-        plan = charges(
-            budget=budget, principal=_principal(principal),
-            scopes=rate_limit_scopes(principal), defaults=defaults(),
-        )  # fmt: skip
-        window = Window.at(time.time(), settings.VERA_RATE_LIMIT__WINDOW_S)
-        try:
-            refusal = wiring.rate_limiter().hit(plan, window=window)
-        except RateLimiterUnavailable as error:
-            return _fail_open(error)
-        if refusal is None:
+        refused = principal_charge(principal_of(request), budget)
+        if refused is None:
             return True
-        detail = (
-            f"{budget.capitalize()} rate limit reached for {refusal.charge.names}: "
-            f"{refusal.charge.limit} per {window.length_s} s."
-        )
+        detail, retry_after_s = refused
         # Raised here rather than returned as False: DRF's own 429 names no budget.
-        raise exceptions.Throttled(wait=refusal.retry_after_s, detail=detail)
+        raise exceptions.Throttled(wait=retry_after_s, detail=detail)

@@ -414,6 +414,20 @@ except ValueError as error:
 if OIDC_RP_CLIENT_ID:
     AUTHENTICATION_BACKENDS.append("tenants.adapters.oidc.VeraOIDCBackend")
 
+# --- The MCP server (vera/mcp), an OAuth 2.1 resource server --------------------------
+# Its public URL: the resource a token must be issued for (RFC 8707: an OIDC access
+# token's `aud`) and where its protected-resource metadata (RFC 9728) points.
+VERA_MCP__RESOURCE_URL = env_str("VERA_MCP__RESOURCE_URL", "http://127.0.0.1:8001/mcp").rstrip("/")
+# The authorization servers its metadata names (default: VERA_OIDC_ISSUER, when set).
+# Tokens are verified against VERA_OIDC_ISSUER and the provider's JWKS (OIDC_OP_JWKS_ENDPOINT).
+VERA_MCP__AUTHORIZATION_SERVERS = env_list(
+    "VERA_MCP__AUTHORIZATION_SERVERS", default=[VERA_OIDC_ISSUER] if VERA_OIDC_ISSUER else []
+)
+# Host and Origin headers it answers (others: 421 / 403, against DNS rebinding); by
+# default the resource URL's host and origin. `host:*` allows any port.
+VERA_MCP__ALLOWED_HOSTS = env_list("VERA_MCP__ALLOWED_HOSTS", default=[])
+VERA_MCP__ALLOWED_ORIGINS = env_list("VERA_MCP__ALLOWED_ORIGINS", default=[])
+
 # Failed API authentications per client before 429, and the window they count in.
 VERA_AUTH_FAILURE_LIMIT = env_int("VERA_AUTH_FAILURE_LIMIT", default=10)
 VERA_AUTH_FAILURE_WINDOW_S = env_int("VERA_AUTH_FAILURE_WINDOW_S", default=300)

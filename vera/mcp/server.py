@@ -1,0 +1,222 @@
+"""VERA's MCP server: the official SDK's Streamable HTTP app at `/mcp`, an OAuth 2.1
+resource server (see `vera.mcp.auth`), with the tools of `vera.mcp.tools`.
+
+Run as its own ASGI process from the same code and settings as web (`vera.mcp.asgi`):
+`uvicorn vera.mcp.asgi:app --port 8001`. Its lifespan runs the SDK's session manager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+from urllib.parse import urlparse
+
+import anyio
+from django.conf import settings
+from django.db import close_old_connections
+from mcp.server import MCPServer
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
+from pydantic import AnyHttpUrl, Field
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from retrieval.domain.query import DEFAULT_K, MAX_K, MAX_QUERY_CHARS
+from tenants.domain.access import Principal
+from vera.health import check_all, verdict
+from vera.mcp import auth, tools
+
+INSTRUCTIONS = """\
+VERA is an organisation's curated knowledge: which service runs where, who owns what,
+what depends on what. Every fact carries its validity and citations. Prefer `context`
+for a prompt-ready block of facts, `search` for ranked cited hits, `entity` for all that
+is known about one thing. Facts you learn elsewhere can be offered with `propose`: a
+human reviewer decides; nothing you propose is published by the call."""
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+Question = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the question, in words")
+]
+AsOf = Annotated[
+    str | None,
+    Field(
+        description="ISO 8601 instant (e.g. 2025-03-01T00:00:00Z): facts valid then, instead of now"
+    ),
+]
+Scope = Annotated[
+    str | None,
+    Field(
+        description="a group id (e.g. w:0123...) of a scope you read: only it and what is "
+        "under it; it can only narrow what you see"
+    ),
+]
+
+
+def _principal() -> Principal:
+    principal = auth.principal_from(get_access_token())
+    if principal is None:  # the bearer middleware admits no request without one
+        raise ToolError("Not authenticated.")
+    return principal
+
+
+async def _call(function: Callable[..., dict[str, Any]], **arguments: Any) -> dict[str, Any]:
+    """The tool's function on a worker thread (Django's ORM is synchronous), as the token's
+    principal."""
+    principal = _principal()
+    return await anyio.to_thread.run_sync(
+        lambda: tools.run(lambda: function(principal, **arguments))
+    )
+
+
+def build_server() -> MCPServer:
+    """The MCP server with VERA's tools, authenticating as a resource server."""
+    server = MCPServer(
+        name="VERA",
+        instructions=INSTRUCTIONS,
+        token_verifier=auth.VeraTokenVerifier(),
+        auth=AuthSettings(
+            # The SDK wants one; the metadata VERA serves (below) names the configured ones.
+            issuer_url=AnyHttpUrl((settings.VERA_MCP__AUTHORIZATION_SERVERS or [_origin()])[0]),
+            resource_server_url=AnyHttpUrl(settings.VERA_MCP__RESOURCE_URL),
+            required_scopes=[auth.SCOPE_READ],
+            validate_token_resource=True,
+        ),
+    )
+
+    @server.tool(
+        description="Ranked, cited facts for a question. Each hit has the fact, its "
+        "validity (valid_from/valid_to), trust tier, citations (source, document, snippet), "
+        "the six ranking signals and an `id` to vote on with `feedback` (its hit_id); `understood` "
+        "says which entities and relation the question was read as.",
+        annotations=READ_ONLY,
+    )
+    async def search(
+        query: Question,
+        k: Annotated[int, Field(ge=1, le=MAX_K, description="how many hits")] = DEFAULT_K,
+        as_of: AsOf = None,
+        scope: Scope = None,
+    ) -> dict[str, Any]:
+        return await _call(tools.search, query=query, k=k, as_of=as_of, scope=scope)
+
+    @server.tool(
+        description="An entity brief: its current facts (or those valid `as_of`), what "
+        "changed in the last 30 days, its aliases and its neighbours one hop away, every "
+        "fact cited. Name it by id or by name (canonical or alias).",
+        annotations=READ_ONLY,
+    )
+    async def entity(
+        name_or_id: Annotated[str, Field(min_length=1, max_length=300)], as_of: AsOf = None
+    ) -> dict[str, Any]:
+        return await _call(tools.entity, name_or_id=name_or_id, as_of=as_of)
+
+    @server.tool(
+        description="Every value a claim's subject and predicate have had, oldest first, "
+        "with validity and citations: how a fact changed over time.",
+        annotations=READ_ONLY,
+    )
+    async def claim_history(claim_id: Annotated[int, Field(ge=1)]) -> dict[str, Any]:
+        return await _call(tools.claim_history, claim_id=claim_id)
+
+    @server.tool(
+        description="Entities and values within `hops` (1-3) of an entity (id or name), "
+        "valid now or `as_of`, each path with the claims it runs through.",
+        annotations=READ_ONLY,
+    )
+    async def related(
+        entity: Annotated[str, Field(min_length=1, max_length=300)],
+        hops: Annotated[int, Field(ge=1, le=3)] = 1,
+        as_of: AsOf = None,
+    ) -> dict[str, Any]:
+        return await _call(tools.related, entity=entity, hops=hops, as_of=as_of)
+
+    @server.tool(
+        description="Say whether a search hit helped (hit_id from `search`). Votes tune "
+        "VERA's ranking.",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        ),
+    )
+    async def feedback(hit_id: Annotated[int, Field(ge=1)], helpful: bool) -> dict[str, Any]:
+        return await _call(tools.feedback, hit_id=hit_id, helpful=helpful)
+
+    return server
+
+
+def _origin() -> str:
+    parsed = urlparse(settings.VERA_MCP__RESOURCE_URL)
+    return f"{parsed.scheme}://{parsed.netloc}"
+
+
+def transport_security() -> TransportSecuritySettings:
+    """Host and Origin headers answered (VERA_MCP__ALLOWED_*; default: the resource URL's)."""
+    parsed = urlparse(settings.VERA_MCP__RESOURCE_URL)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=settings.VERA_MCP__ALLOWED_HOSTS or [parsed.netloc],
+        allowed_origins=settings.VERA_MCP__ALLOWED_ORIGINS or [_origin()],
+    )
+
+
+def resource_metadata() -> dict[str, Any]:
+    """RFC 9728 protected-resource metadata: this resource, who issues its tokens, scopes."""
+    metadata: dict[str, Any] = {
+        "resource": settings.VERA_MCP__RESOURCE_URL,
+        "scopes_supported": list(auth.SCOPES),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "VERA",
+    }
+    if settings.VERA_MCP__AUTHORIZATION_SERVERS:
+        metadata["authorization_servers"] = list(settings.VERA_MCP__AUTHORIZATION_SERVERS)
+    return metadata
+
+
+async def _metadata(request: Request) -> Response:
+    return JSONResponse(resource_metadata(), headers={"Cache-Control": "public, max-age=3600"})
+
+
+def _health() -> dict[str, Any]:
+    close_old_connections()
+    try:
+        checks = check_all()
+    finally:
+        close_old_connections()
+    failing, degraded = verdict(checks)
+    status = "fail" if failing else "degraded" if degraded else "ok"
+    return {"status": status, "failing": failing, "degraded": degraded, "checks": checks}
+
+
+async def _healthz(request: Request) -> Response:
+    """What web's /healthz says, for this process: 503 only when Postgres does not answer
+    (no tool can work); a graph or Redis outage is "degraded", named."""
+    report = await anyio.to_thread.run_sync(_health)
+    return JSONResponse(report, status_code=503 if report["failing"] else 200)
+
+
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+
+
+def build_app() -> Starlette:
+    """The ASGI app: `/mcp`, its metadata (path-suffixed and root forms) and `/healthz`."""
+    server = build_server()
+    app = server.streamable_http_app(
+        streamable_http_path=urlparse(settings.VERA_MCP__RESOURCE_URL).path or "/mcp",
+        transport_security=transport_security(),
+    )
+    path = urlparse(settings.VERA_MCP__RESOURCE_URL).path
+    # VERA serves the metadata itself, so it names every configured authorization server
+    # (or none, when only API keys are accepted) rather than the SDK's single issuer.
+    app.router.routes[:] = [
+        route
+        for route in app.router.routes
+        if not getattr(route, "path", "").startswith(METADATA_PATH)
+    ]
+    for where in dict.fromkeys([METADATA_PATH + path, METADATA_PATH]):
+        app.router.routes.append(Route(where, _metadata, methods=["GET"]))
+    app.router.routes.append(Route("/healthz", _healthz, methods=["GET"]))
+    return app
