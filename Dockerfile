@@ -33,6 +33,6 @@ RUN DJANGO_SETTINGS_MODULE=vera.settings.production \
 
 USER vera
 
-EXPOSE 8000
+EXPOSE 8000 8001
 
 CMD ["gunicorn", "vera.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

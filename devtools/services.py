@@ -86,7 +86,8 @@ def manage(args: list[str], env: dict[str, str]) -> None:
 
 
 def run(profile: Profile) -> int:
-    """`make run`: services, migrations, demo data, then web + a worker per lane + beat."""
+    """`make run`: services, migrations, demo data, then web + a worker per lane + beat,
+    and the MCP server."""
     service_env, started = start(profile)
     owner = {**os.environ, **service_env}
     owner.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.local")
@@ -94,11 +95,15 @@ def run(profile: Profile) -> int:
     # seeding connect as the application role and never see DATABASE_OWNER_URL.
     env = {key: value for key, value in owner.items() if key != "DATABASE_OWNER_URL"}
     web_port = int(os.environ.get("VERA_WEB_PORT", "8000"))
-    if port_in_use(web_port):
-        raise ServiceError(
-            f"port {web_port} for the web server is used by {who_listens(web_port)}; "
-            "stop it or set VERA_WEB_PORT=<free port>."
-        )
+    mcp_port = int(os.environ.get("VERA_MCP_PORT", "8001"))
+    for port, what, variable in ((web_port, "web server", "VERA_WEB_PORT"),
+                                 (mcp_port, "MCP server", "VERA_MCP_PORT")):  # fmt: skip
+        if port_in_use(port):
+            raise ServiceError(
+                f"port {port} for the {what} is used by {who_listens(port)}; "
+                f"stop it or set {variable}=<free port>."
+            )
+    env.setdefault("VERA_MCP__RESOURCE_URL", f"http://127.0.0.1:{mcp_port}/mcp")
     # Migrations run as the owner role; everything else connects as the app role.
     manage(["migrate", "--noinput"], {**owner, "DATABASE_URL": owner["DATABASE_OWNER_URL"]})
     manage(["seed_demo"], env)
@@ -120,7 +125,15 @@ def run(profile: Profile) -> int:
             )  # fmt: skip
         # The schedule is in the database (CELERY_BEAT_SCHEDULER): no schedule file.
         supervisor.spawn("beat", [*celery, "beat", "-l", "info"], env)
+        # Agents connect here (the README shows a client's configuration).
+        supervisor.spawn(
+            "mcp",
+            [sys.executable, "-m", "uvicorn", "vera.mcp.asgi:app", "--host", "127.0.0.1",
+             "--port", str(mcp_port), "--log-level", "info"],
+            env,
+        )  # fmt: skip
         say(f"VERA is starting on http://127.0.0.1:{web_port}/ (Ctrl-C stops everything)")
+        say(f"MCP server for agents: {env['VERA_MCP__RESOURCE_URL']}")
         return supervisor.wait()
     finally:
         supervisor.stop()

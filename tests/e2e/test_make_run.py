@@ -11,6 +11,7 @@ started.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -46,6 +47,7 @@ class Running:
     log: Path
     ports: tuple[int, ...]
     env: dict[str, str]
+    mcp: str = ""
 
 
 def _free_port() -> int:
@@ -88,13 +90,14 @@ def _stop(process: subprocess.Popen[bytes]) -> int | None:
 def make_run() -> Iterator[Running]:
     shutil.rmtree(STATE, ignore_errors=True)
     LOG.parent.mkdir(exist_ok=True)
-    web, pg, redis = _free_port(), _free_port(), _free_port()
+    web, pg, redis, mcp = _free_port(), _free_port(), _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_PREFIXES)}
     env.update(
         VERA_DEV_ROOT=str(STATE),
         VERA_DEV_PG_PORT=str(pg),
         VERA_DEV_REDIS_PORT=str(redis),
         VERA_WEB_PORT=str(web),
+        VERA_MCP_PORT=str(mcp),
         VERA_DEMO_REVIEWER_PASSWORD=PASSWORD,
         PYTHONUNBUFFERED="1",
     )
@@ -114,7 +117,9 @@ def make_run() -> Iterator[Running]:
             _stop(process)
             pytest.fail(f"`make run` was not healthy after {STARTUP_SECONDS} s:\n{_tail(log)}")
         time.sleep(1)
-    running = Running(url=url, log=log, ports=(web, pg, redis), env=env)
+    running = Running(
+        url=url, log=log, ports=(web, pg, redis, mcp), env=env, mcp=f"http://127.0.0.1:{mcp}"
+    )
     try:
         yield running
     finally:
@@ -145,6 +150,21 @@ def test_first_make_run_prints_the_address_and_seeds_the_demo(make_run: Running)
     assert "demo user 'admin' password: " in log
     assert "demo source 'Runbooks'" in log
     assert "failed" not in log.split("VERA is starting")[0]
+
+
+def test_the_mcp_server_answers_beside_web_on_first_make_run(make_run: Running) -> None:
+    deadline = time.monotonic() + 60
+    while not _healthy(make_run.mcp):
+        assert time.monotonic() < deadline, _tail(make_run.log)
+        time.sleep(1)
+    metadata = f"{make_run.mcp}/.well-known/oauth-protected-resource/mcp"
+    with urllib.request.urlopen(metadata, timeout=5) as response:  # noqa: S310 - loopback
+        assert json.loads(response.read())["resource"] == f"{make_run.mcp}/mcp"
+    request = urllib.request.Request(f"{make_run.mcp}/mcp", data=b"{}", method="POST")  # noqa: S310 - loopback
+    with pytest.raises(urllib.error.HTTPError) as refused:  # no token: 401, never data
+        urllib.request.urlopen(request, timeout=5)  # noqa: S310 - loopback
+    assert refused.value.code == 401
+    assert "resource_metadata=" in refused.value.headers["WWW-Authenticate"]
 
 
 def test_reviewer_sees_seeded_queues_on_first_make_run(make_run: Running, page: Page) -> None:

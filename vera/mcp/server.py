@@ -153,13 +153,22 @@ def _origin() -> str:
     return f"{parsed.scheme}://{parsed.netloc}"
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
 def transport_security() -> TransportSecuritySettings:
-    """Host and Origin headers answered (VERA_MCP__ALLOWED_*; default: the resource URL's)."""
+    """Host and Origin headers answered (VERA_MCP__ALLOWED_*; default: the resource URL's,
+    and for a loopback URL every loopback name with its port)."""
     parsed = urlparse(settings.VERA_MCP__RESOURCE_URL)
+    hosts, origins = [parsed.netloc], [_origin()]
+    if parsed.hostname in {"127.0.0.1", "localhost", "::1"}:
+        port = f":{parsed.port}" if parsed.port else ""
+        hosts = [f"{name}{port}" for name in LOOPBACK]
+        origins = [f"{parsed.scheme}://{host}" for host in hosts]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=settings.VERA_MCP__ALLOWED_HOSTS or [parsed.netloc],
-        allowed_origins=settings.VERA_MCP__ALLOWED_ORIGINS or [_origin()],
+        allowed_hosts=settings.VERA_MCP__ALLOWED_HOSTS or hosts,
+        allowed_origins=settings.VERA_MCP__ALLOWED_ORIGINS or origins,
     )
 
 
