@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import secrets
+import shutil
 import socket
+from pathlib import Path
 
+import httpx
 import pytest
 from django.test import Client
 
+from devtools.common import ROOT, Profile
 from devtools.graph_server import GraphServer
+from devtools.postgres import Postgres
+from tests.support.web import free_port, gunicorn
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +131,37 @@ def test_healthz_errors_do_not_leak_connection_details(client: Client, settings)
     body = client.get("/healthz").content.decode()
     assert "hunter2" not in body
     assert "127.0.0.1" not in body
+
+
+def test_a_web_node_answers_503_naming_postgres_while_its_postgres_is_stopped(
+    tmp_path: Path,
+) -> None:
+    """A PostgreSQL server of its own, really stopped and started again under a running
+    gunicorn: the node is taken out (503) while it is down and back in when it is up."""
+    # Under the checkout's state folder (the postgres user reaches it), and short: a
+    # Unix socket's path has a 107-byte limit that pytest's temporary folders pass.
+    root = ROOT / ".devservices" / f"h{secrets.token_hex(3)}"
+    profile = Profile(name="pg", pg_port=free_port(), redis_port=0, root=root)
+    postgres = Postgres(profile)
+    passwords = profile.secrets()
+    try:
+        postgres.start(passwords)
+        url = postgres.env(passwords)["DATABASE_URL"]
+        with gunicorn(database_url=url, log=tmp_path / "gunicorn.log") as web:
+            assert _health(web)[0] == 200
+            postgres.stop()
+            status, body = _health(web)
+            assert status == 503
+            assert (body["status"], body["failing"]) == ("fail", ["postgres"])
+            assert body["checks"]["postgres"]["ok"] is False
+            postgres.start(passwords)
+            status, body = _health(web)
+            assert (status, body["checks"]["postgres"]["ok"]) == (200, True)
+    finally:
+        postgres.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _health(base: str) -> tuple[int, dict[str, object]]:
+    response = httpx.get(f"{base}/healthz", timeout=30)
+    return response.status_code, response.json()
