@@ -8,7 +8,8 @@ from typing import Protocol
 from django.core.exceptions import ImproperlyConfigured
 
 from curation.ports import Embedder
-from retrieval.ports import EmbedderCatalog, Reranking, Search, UsageLedger
+from retrieval.ports import EmbedderCatalog, Reranking, Search, Tokenizer, UsageLedger
+from retrieval.services.context import Packing
 
 
 class Providers(Protocol):
@@ -38,6 +39,10 @@ class Providers(Protocol):
         """Where every process's metered provider usage waits for its flush to Postgres."""
         ...
 
+    def tokenizer(self) -> Tokenizer:
+        """What counts a context pack's tokens against its budget."""
+        ...
+
 
 _installed: Providers | None = None
 
@@ -56,3 +61,12 @@ def providers() -> Providers:
 def search() -> Search:
     """The read path's one search function (the API, the portal, later the MCP server)."""
     return providers().search()
+
+
+def packing() -> Packing:
+    """What `context_pack` searches and counts with (the API, later the MCP server)."""
+    installed = providers()
+    return Packing(
+        search=installed.search(), tokenizer=installed.tokenizer(),
+        catalog=installed.embedders(), reranking=installed.reranking(),
+    )  # fmt: skip

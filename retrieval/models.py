@@ -332,6 +332,43 @@ class Feedback(models.Model):
         return f"{'+' if self.helpful else '-'} claim {self.claim_id}"
 
 
+class ContextPack(models.Model):
+    """A context pack served to a caller, kept for feedback: this workspace's part of it.
+
+    A pack of facts from several workspaces is kept as one row per workspace (all under
+    one `pack_id`), each with only that workspace's claims, episodes and rendered text,
+    so a reader of one never reads another's. Erasure deletes the rows citing what it
+    erases (`claim_ids`, `episode_ids`).
+    """
+
+    group_id = models.CharField(max_length=40)
+    pack_id = models.UUIDField(db_index=True)  # what the caller was given; one per pack
+    query_text = models.TextField()
+    as_of = models.DateTimeField()  # the instant the pack's facts are current at
+    snapshot_id = models.BigIntegerField(null=True, blank=True)  # packed from a snapshot
+    assembler_version = models.PositiveIntegerField()
+    tokenizer = models.CharField(max_length=100)
+    token_budget = models.PositiveIntegerField()
+    tokens = models.PositiveIntegerField()  # the served pack's text, counted by `tokenizer`
+    claim_ids = ArrayField(models.BigIntegerField(), default=list)
+    episode_ids = ArrayField(models.BigIntegerField(), default=list)
+    text = models.TextField()  # this workspace's facts, rendered as the pack renders them
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["group_id", "-created_at"], name="contextpack_group_created"),
+            GinIndex(fields=["claim_ids"], name="contextpack_claims"),
+            GinIndex(fields=["episode_ids"], name="contextpack_episodes"),
+        ]
+
+    def __str__(self) -> str:
+        return f"context pack {self.pack_id} ({self.group_id})"
+
+
 # --- The learning loop: weight sets, calibration and golden-set evaluation -------------
 
 
@@ -564,9 +601,9 @@ class Snapshot(models.Model):
     Taking one writes this row (`building`); a maintenance worker copies the index
     documents, their postings and votes in one repeatable-read transaction, pins what
     ranks them (`pins`: the embedding models, predicate set and ontology version, weight
-    set, fusion, reranker and ranker version) and seals it with a checksum over all of
-    it. A search runs against a sealed snapshot only while its content still has that
-    checksum.
+    set, fusion, reranker, ranker and context-pack assembler versions) and seals it with
+    a checksum over all of it. A search runs against a sealed snapshot only while its
+    content still has that checksum.
     Erasure removes erased content from every snapshot and re-seals it, with a note.
     """
 
@@ -591,6 +628,9 @@ class Snapshot(models.Model):
     # seal); `curation.selectors.ontology_at` reads that ontology back exactly. NULL while
     # building, and for snapshots sealed before the ontology was pinned.
     ontology_version = models.PositiveIntegerField(null=True, blank=True)
+    # The context-pack assembler (`retrieval.domain.context.ASSEMBLER_VERSION`) it packs
+    # with (also in `pins`); NULL while building and for snapshots sealed before.
+    assembler_version = models.PositiveIntegerField(null=True, blank=True)
     counts = models.JSONField(default=dict, blank=True)
     # What happened to it since it was sealed (re-seals after erasures), one line each.
     notes = models.TextField(blank=True)

@@ -125,3 +125,13 @@ class UsageLedger(Protocol):
     def restore(self, totals: Sequence[UsageTotal]) -> None:
         """Put drained totals back (their write failed)."""
         ...
+
+
+class Tokenizer(Protocol):
+    """Counts a text's tokens as a prompt's budget is counted (context packs)."""
+
+    name: str  # which tokenizer counts, as a pack reports it
+
+    def count(self, text: str) -> int:
+        """The number of tokens in `text` (no special tokens added)."""
+        ...

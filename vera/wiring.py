@@ -36,7 +36,7 @@ from curation.services.ingest import IngestAdapters
 from curation.services.outbox import BatchHandler, Handler
 from curation.services.sources import source_policy, source_secret_refusal
 from retrieval.domain.results import Result
-from retrieval.ports import EmbedderCatalog, Reranker, Reranking
+from retrieval.ports import EmbedderCatalog, Reranker, Reranking, Tokenizer
 from retrieval.services.erasure import erasure_cleanup_job
 from retrieval.services.index import index_job, index_jobs, index_prepare
 from tenants.adapters.rate_limits import RedisRateLimiter
@@ -454,6 +454,15 @@ def fusion_weights() -> dict[str, float]:
     return weights
 
 
+@functools.cache
+def tokenizer() -> Tokenizer:
+    """Context packs count their budget with the local MiniLM's WordPiece tokenizer (no
+    network, so no tiktoken): it approximates GPT-style tokenizers (see the adapter)."""
+    from retrieval.adapters.tokenizer import WordPieceTokenizer
+
+    return WordPieceTokenizer()
+
+
 def _observed_search(**arguments: Any) -> Result:
     """The pipeline's search with its stage timings exported: every entrypoint's live search
     is observed here, in one place (the pipeline is a service and exports nothing)."""
@@ -494,6 +503,9 @@ class RetrievalProviders:
 
     def usage_ledger(self) -> Any:
         return usage_ledger()
+
+    def tokenizer(self) -> Tokenizer:
+        return tokenizer()
 
 
 class CurationProviders:

@@ -180,7 +180,59 @@ class SnapshotSerializer(serializers.ModelSerializer[Snapshot]):
         model = Snapshot
         fields = [
             "id", "group_id", "name", "reason", "created_by", "created_at", "status",
-            "taken_at", "sealed_at", "checksum", "pins", "ontology_version", "counts", "notes",
-            "last_error",
+            "taken_at", "sealed_at", "checksum", "pins", "ontology_version", "assembler_version",
+            "counts", "notes", "last_error",
         ]  # fmt: skip
         read_only_fields = fields
+
+
+# --- Context packs (GET /api/v1/context): `retrieval.services.context.pack_payload` -----
+
+
+class PackCitationSerializer(serializers.Serializer[dict[str, Any]]):
+    """Where a packed fact was read (its snippet may be cut to fit the budget)."""
+
+    source = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
+    episode = serializers.CharField(allow_blank=True, help_text="the episode's external id")
+    url = serializers.CharField(allow_blank=True)
+    snippet = serializers.CharField(allow_blank=True, help_text="may be cut to fit the budget")
+
+
+class PackFactSerializer(serializers.Serializer[dict[str, Any]]):
+    """One packed fact: the triple, its validity, tier, status and citations."""
+
+    claim_ids = serializers.ListField(
+        child=serializers.IntegerField(), help_text="the claims stating it (several scopes)"
+    )
+    fact = serializers.CharField(allow_blank=True)
+    subject = serializers.CharField(allow_blank=True)
+    predicate = serializers.CharField(allow_blank=True)
+    object = serializers.CharField(allow_blank=True)
+    valid_from = serializers.DateTimeField()
+    valid_to = serializers.DateTimeField(allow_null=True, help_text="null: still valid")
+    tier = serializers.IntegerField()
+    status = serializers.CharField(allow_blank=True)
+    citations = PackCitationSerializer(many=True)
+
+
+class ContextPackSerializer(serializers.Serializer[dict[str, Any]]):
+    """A context pack: the best cited facts for a question within a token budget, current
+    facts first, history (superseded, ended or not yet valid then) apart; `text` is
+    what to put in a prompt, and `tokens` its count, never above `token_budget`."""
+
+    pack_id = serializers.UUIDField(
+        allow_null=True,
+        help_text="what the pack was kept under (null: not kept, e.g. no facts of the "
+        "caller's own workspaces)",
+    )
+    assembler_version = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    tokens = serializers.IntegerField(help_text="of `text`, counted by `tokenizer`")
+    tokenizer = serializers.CharField(
+        help_text="the local MiniLM's WordPiece (approximates GPT-style tokenizers)"
+    )
+    as_of = serializers.DateTimeField(help_text="the instant the current facts hold at")
+    snapshot = serializers.IntegerField(allow_null=True, help_text="the snapshot packed")
+    current = PackFactSerializer(many=True)
+    history = PackFactSerializer(many=True)
+    text = serializers.CharField(allow_blank=True, help_text="the rendered pack")

@@ -6,6 +6,7 @@ from retrieval.api import views
 
 urlpatterns = [
     path("search", views.SearchView.as_view(), name="api-search"),
+    path("context", views.ContextView.as_view(), name="api-context"),
     path("feedback", views.FeedbackView.as_view(), name="api-feedback"),
     path("sources/<int:pk>/erase", views.SourceEraseView.as_view(), name="api-source-erase"),
     path("episodes/<int:pk>/erase", views.EpisodeEraseView.as_view(), name="api-episode-erase"),

@@ -1,4 +1,5 @@
-"""Search (live or of a sealed snapshot), feedback, erasure and knowledge snapshots."""
+"""Search (live or of a sealed snapshot), context packs, feedback, erasure and knowledge
+snapshots."""
 
 from __future__ import annotations
 
@@ -20,11 +21,19 @@ from curation.models import Episode, Source, Tombstone
 from kernel.timing import before_view, view_done
 from retrieval import bootstrap, selectors
 from retrieval.api.serializers import (
+    ContextPackSerializer,
     EraseSerializer,
     SearchResultSerializer,
     SnapshotCreateSerializer,
     SnapshotSerializer,
     TombstoneSerializer,
+)
+from retrieval.domain.context import (
+    DEFAULT_BUDGET,
+    MAX_BUDGET,
+    MIN_BUDGET,
+    ContextRequest,
+    parse_context,
 )
 from retrieval.domain.query import (
     DEFAULT_K,
@@ -37,6 +46,7 @@ from retrieval.domain.query import (
 )
 from retrieval.models import SearchHit, Snapshot
 from retrieval.selectors import CitedResult
+from retrieval.services.context import context_pack, pack_payload
 from retrieval.services.erasure import ErasureRefused, erase, erasure_cleanup_now
 from retrieval.services.feedback import feedback_record
 from retrieval.services.search import server_timing
@@ -135,6 +145,67 @@ class SearchView(APIView):
         response["Server-Timing"] = server_timing(timings)
         view_done(request._request)
         return response
+
+
+def _context_request(request: Request) -> ContextRequest:
+    """The parsed context request; a bad one is a 400 with a message per parameter."""
+    try:
+        return parse_context(request.query_params.dict())
+    except InvalidQuery as error:
+        raise exceptions.ValidationError(error.errors) from None
+
+
+class ContextView(APIView):
+    """A budgeted block of the best cited facts for a question, for an agent's prompt."""
+
+    throttle_scope = "search"  # it runs a search: the same rate limit
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", QUERY_TEXT, required=True, description="the question"),
+            parameters.integer(
+                "budget",
+                low=MIN_BUDGET,
+                high=MAX_BUDGET,
+                description=f"tokens the pack's text may take (default {DEFAULT_BUDGET}), "
+                "counted by the local MiniLM's WordPiece tokenizer",
+            ),
+            parameters.instant(description="facts current then (default: now)"),
+            OpenApiParameter(
+                "scope",
+                {"type": "string", "pattern": GROUP_ID.pattern},
+                description="only this scope (a group id the caller reads) and what is under it",
+            ),
+            parameters.record_id(
+                "snapshot", description="pack from this sealed knowledge snapshot's search"
+            ),
+        ],
+        responses={
+            200: ContextPackSerializer,
+            400: OpenApiResponse(description="a bad parameter, with a message for each"),
+            404: OpenApiResponse(description="no such snapshot or scope visible to the caller"),
+            409: OpenApiResponse(
+                description="the snapshot cannot be packed (not sealed, its content no longer "
+                "matches its seal, or its pins, the assembler's version among them, cannot be "
+                "honoured); says why"
+            ),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        wanted = _context_request(request)
+        principal = principal_of(request)
+        with _narrowed(principal, wanted.query.scope):
+            try:
+                served = context_pack(
+                    query=wanted.query, token_budget=wanted.token_budget,
+                    user_id=principal.user_id, now=timezone.now(),
+                    snapshot_id=wanted.query.snapshot, packing=bootstrap.packing(),
+                )  # fmt: skip
+            except Snapshot.DoesNotExist:
+                raise exceptions.NotFound("No such snapshot.") from None
+            except SnapshotRefused as error:
+                raise SnapshotConflict(str(error)) from None
+        return Response(pack_payload(served))
 
 
 @contextmanager

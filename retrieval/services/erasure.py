@@ -11,7 +11,8 @@ confirmation that named what is destroyed):
   index text and graph edge no longer carry it);
 - a claim that an erased claim superseded is current again, unless replaced since;
 - the copies of all this in the workspace's knowledge snapshots, which are re-sealed;
-- in the search log, the query texts that quote it are redacted (`erasure_log`).
+- in the search log, the query texts that quote it are redacted (`erasure_log`);
+- kept context packs citing any of those claims or quoting those episodes.
 
 The same transaction writes the tombstone (ids, counts, actor, reason; the keys still
 to clean; the SHA-256 of every erased text and keyed fingerprints of the terms only it
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from curation.domain.outbox import ERASURE_CLEANUP, Consumer, Priority
@@ -53,6 +54,7 @@ from curation.services.outbox import outbox_enqueue_many
 from curation.services.retraction import restore_superseded
 from retrieval.models import (
     CompanionVector,
+    ContextPack,
     Feedback,
     GroupEmbedding,
     SearchDocument,
@@ -202,6 +204,7 @@ def _delete(plan: Plan, *, source: Source | None) -> dict[str, Any]:
     counts["index_documents"] = SearchDocument.objects.filter(claim_id__in=gone).delete()[0]
     counts["votes"] = Feedback.objects.filter(claim_id__in=gone).delete()[0]
     counts["hits"] = SearchHit.objects.filter(claim_id__in=gone).delete()[0]
+    counts["context_packs"] = _packs_citing(gone, plan.episodes).delete()[0]
     counts["evidence"] = Evidence.objects.filter(episode_id__in=plan.episodes).delete()[0]
     if source is not None:  # claims it first recorded, supported by other sources too
         for claim in Claim.objects.filter(source=source, pk__in=plan.claims_kept):
@@ -218,6 +221,14 @@ def _delete(plan: Plan, *, source: Source | None) -> dict[str, Any]:
     if source is not None:
         Source.objects.filter(pk=source.pk).delete()
     return counts
+
+
+def _packs_citing(claims: list[int], episodes: list[int]) -> QuerySet[ContextPack]:
+    """Kept context packs that cite these claims or quote these episodes: their text
+    carries the content, so they go whole (kept or erased claims alike)."""
+    return ContextPack.objects.filter(
+        Q(claim_ids__overlap=claims) | Q(episode_ids__overlap=episodes)
+    )
 
 
 def _target(
@@ -424,6 +435,7 @@ def erasure_scan(
         ("second vectors", CompanionVector.objects.filter(document__claim_id__in=claims)),
         ("hits", SearchHit.objects.filter(claim_id__in=claims)),
         ("votes", Feedback.objects.filter(claim_id__in=claims)),
+        ("context packs", _packs_citing(claims, episodes)),
     )
     for name, queryset in by_id:
         found[name] = [str(pk) for pk in queryset.values_list("pk", flat=True)[:20]]

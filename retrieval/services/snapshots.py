@@ -4,7 +4,8 @@ A workspace admin takes one (`snapshot_take`); a maintenance worker builds it
 (`snapshot_build`): in ONE repeatable-read transaction it copies the workspace's index
 documents (every status, so `as_of` works inside it), their postings and the votes on
 them, with each hit's card (fact and citations), pins what ranks them and seals the lot
-with a checksum. A search of the snapshot (`snapshot_search`) runs the same pipeline
+with a checksum (the context-pack assembler's version too: a pack of the snapshot is
+refused by another). A search of the snapshot (`snapshot_search`) runs the same pipeline
 over those copies with the pinned models, weights, fusion and reranker, ranking recency
 as of the instant it was taken, so it gives the same answer whenever it is asked.
 
@@ -40,6 +41,7 @@ from curation.domain.validity import VALID_NOW
 from curation.models import Claim, Evidence
 from curation.selectors import ontology_at, ontology_for
 from retrieval.domain import lexical, ranking
+from retrieval.domain.context import ASSEMBLER_VERSION
 from retrieval.domain.query import Query
 from retrieval.domain.results import Result
 from retrieval.models import GroupEmbedding, SearchDocument, Snapshot, SnapshotDocument
@@ -167,12 +169,14 @@ def snapshot_copy(snapshot_id: int, pinning: Pinning) -> Snapshot | None:
     snapshot.taken_at = taken_at
     snapshot.pins = pins
     snapshot.ontology_version = pins["predicates"]["ontology_version"]
+    snapshot.assembler_version = pins["assembler_version"]
     snapshot.counts = _counts(snapshot.pk)
     _seal(snapshot)
     # Not `generation`: the copy's own statements have moved it in the row.
     snapshot.save(
         update_fields=[
-            "taken_at", "pins", "ontology_version", "counts", "checksum", "status", "sealed_at"
+            "taken_at", "pins", "ontology_version", "assembler_version", "counts", "checksum",
+            "status", "sealed_at",
         ]
     )  # fmt: skip
     logger.info("snapshot %s of %s sealed: %s", snapshot.pk, group_id, snapshot.counts)
@@ -245,6 +249,8 @@ def _pins(group_id: str, pinning: Pinning) -> dict[str, Any]:
             else None
         ),
         "ranker_version": ranking.RANKER_VERSION,
+        # How its context packs are assembled (`context_pack` refuses another version).
+        "assembler_version": ASSEMBLER_VERSION,
         "half_life_s": ranking.HALF_LIFE_S,
         # How many of its best postings each query term reads (their order is under the seal).
         "postings_per_term": sql.POSTINGS_PER_TERM,
@@ -391,6 +397,11 @@ def checksum(snapshot: Snapshot) -> str:
             **(
                 {"ontology_version": snapshot.ontology_version}
                 if snapshot.ontology_version is not None
+                else {}
+            ),
+            **(
+                {"assembler_version": snapshot.assembler_version}
+                if snapshot.assembler_version is not None
                 else {}
             ),
         },

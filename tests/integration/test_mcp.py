@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
+from django.test import Client as DjangoClient
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -38,7 +39,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 FACT = (
     "# Billing\n\nThe billing-api runs on k8s-prod-1. The billing-api is owned by Team Payments.\n"
 )
-TOOLS = {"search", "entity", "claim_history", "related", "feedback"}
+TOOLS = {"search", "context", "entity", "claim_history", "related", "feedback"}
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +167,36 @@ def test_every_tool_answers_tenant_a_and_refuses_tenant_b_when_given_a_s_ids(
     assert not any(h["claim_id"] == claim.pk for h in _body(theirs[6])["hits"])
 
 
+def test_a_context_pack_over_mcp_is_the_rest_pack_and_holds_its_budget(
+    server: McpServer, tenants: tuple[Tenant, Tenant], client: DjangoClient
+) -> None:
+    a, b = tenants
+    key = a.issue_key(owner=a.viewer).plaintext
+    question = "where does the billing-api run"
+    _, (pack, again) = call(
+        server, key, *[("context", {"query": question, "token_budget": 300})] * 2
+    )
+    body = _body(pack)
+    assert 0 < body["tokens"] <= 300
+    assert body["tokenizer"] == "minilm-wordpiece"
+    assert any(fact["predicate"] == "RUNS_ON" for fact in body["current"]), body
+    # Deterministic: the same pack again (its first line names the instant it packed at).
+    assert _facts(body) == _facts(_body(again))
+    rest = client.get(
+        "/api/v1/context", {"q": question, "budget": 300}, HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
+    assert rest.status_code == 200, rest.content
+    assert _facts(rest.json()) == _facts(body)  # one service behind both
+    _, (theirs,) = call(
+        server, b.issue_key(owner=b.viewer).plaintext, ("context", {"query": question})
+    )
+    assert not _body(theirs)["current"]
+
+
+def _facts(pack: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(pack["text"].splitlines()[1:])
+
+
 def test_bad_arguments_are_tool_errors_the_model_can_read(
     server: McpServer, tenants: tuple[Tenant, Tenant]
 ) -> None:
@@ -179,6 +210,8 @@ def test_bad_arguments_are_tool_errors_the_model_can_read(
         ("entity", {"name_or_id": "no such thing anywhere"}),
         ("related", {"entity": "billing-api", "hops": 9}),
         ("claim_history", {"claim_id": 10**15}),
+        ("context", {"query": "x", "token_budget": 10}),
+        ("context", {"query": "x", "snapshot": 10**6}),
     )  # fmt: skip
     messages = [_error(result) for result in results]
     assert "as_of" in messages[0]
@@ -187,6 +220,8 @@ def test_bad_arguments_are_tool_errors_the_model_can_read(
     assert "No entity named" in messages[3]
     assert "hops" in messages[4]
     assert "No claim" in messages[5]
+    assert "token_budget" in messages[6]
+    assert "No snapshot" in messages[7]
 
 
 def test_a_principal_past_its_search_limit_gets_a_tool_error_naming_it(

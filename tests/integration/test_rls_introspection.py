@@ -37,6 +37,7 @@ from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.adapters.embedders.cached import CachedEmbedder
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.services.calibration import calibration_run
+from retrieval.services.context import context_pack
 from retrieval.services.embedding import embedding_companion
 from retrieval.services.erasure import erase
 from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
@@ -192,6 +193,12 @@ def _fill(tenant: Tenant, root: Path) -> None:
             target_id=Episode.objects.get(external_id="gone.md").pk, reason="t", confirm=True,
             catalog=providers.embedders(),
         )  # fmt: skip
+        # A context pack served, and kept for feedback.
+        served = context_pack(
+            query=Query(text="billing-api"), token_budget=500, user_id=tenant.admin.pk,
+            now=timezone.now(), packing=retrieval_bootstrap.packing(),
+        )  # fmt: skip
+        assert served.pack_id is not None
 
 
 def _tenant_tables() -> tuple[str, ...]:

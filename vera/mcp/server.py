@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from retrieval.domain.context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
 from retrieval.domain.query import DEFAULT_K, MAX_K, MAX_QUERY_CHARS
 from tenants.domain.access import Principal
 from vera.health import check_all, verdict
@@ -103,6 +104,31 @@ def build_server() -> MCPServer:
         scope: Scope = None,
     ) -> dict[str, Any]:
         return await _call(tools.search, query=query, k=k, as_of=as_of, scope=scope)
+
+    @server.tool(
+        description="A context pack for a prompt: the best cited facts for the question, "
+        "packed into `token_budget` tokens (counted with the local MiniLM WordPiece "
+        "tokenizer, close to GPT-style counts). Current facts come first, history after "
+        "(marked with its validity), no fact twice; the same inputs give the same pack. "
+        "`text` is ready to paste; `current` and `history` carry each fact's validity, "
+        "tier and citations.",
+        annotations=READ_ONLY,
+    )
+    async def context(
+        query: Question,
+        token_budget: Annotated[
+            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="tokens the pack may take")
+        ] = DEFAULT_BUDGET,
+        as_of: AsOf = None,
+        scope: Scope = None,
+        snapshot: Annotated[
+            int | None, Field(ge=1, description="pack from this sealed knowledge snapshot")
+        ] = None,
+    ) -> dict[str, Any]:
+        return await _call(
+            tools.context, query=query, token_budget=token_budget, as_of=as_of, scope=scope,
+            snapshot=snapshot,
+        )  # fmt: skip
 
     @server.tool(
         description="An entity brief: its current facts (or those valid `as_of`), what "

@@ -33,9 +33,12 @@ from curation.domain.validity import EVER_VALID
 from curation.models import Claim, Entity, EntityAlias
 from retrieval import bootstrap, selectors
 from retrieval.api.serializers import SearchResultSerializer
+from retrieval.domain.context import parse_context
 from retrieval.domain.query import Query, parse_query
-from retrieval.models import SearchHit
+from retrieval.models import SearchHit, Snapshot
+from retrieval.services.context import context_pack, pack_payload
 from retrieval.services.feedback import feedback_record
+from retrieval.services.snapshots import SnapshotRefused
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.limits import Budget
@@ -110,6 +113,38 @@ def search(
         result = bootstrap.search()(query=parsed, now=timezone.now(), user_id=principal.user_id)
         cited = selectors.search_result_cited(result=result)
         return dict(SearchResultSerializer(cited).data)
+
+
+def context(
+    principal: Principal,
+    *,
+    query: str,
+    token_budget: int,
+    as_of: str | None,
+    scope: str | None,
+    snapshot: int | None = None,
+) -> dict[str, Any]:
+    """A context pack: the best cited facts for the question within `token_budget` tokens
+    (the REST `GET /api/v1/context`, by the same service)."""
+    params = {"q": query, "budget": token_budget, "as_of": as_of, "scope": scope,
+              "snapshot": snapshot}  # fmt: skip
+    try:
+        wanted = parse_context({k: str(v) for k, v in params.items() if v is not None})
+    except InvalidQuery as error:
+        raise ToolError(_errors(error)) from None
+    _charge(principal, Budget.SEARCH)
+    with _as(principal, wanted.query.scope):
+        try:
+            served = context_pack(
+                query=wanted.query, token_budget=wanted.token_budget,
+                user_id=principal.user_id, now=timezone.now(),
+                snapshot_id=wanted.query.snapshot, packing=bootstrap.packing(),
+            )  # fmt: skip
+        except Snapshot.DoesNotExist:
+            raise ToolError(f"No snapshot {snapshot} visible to you.") from None
+        except SnapshotRefused as error:
+            raise ToolError(str(error)) from None
+    return pack_payload(served)
 
 
 def _entity(name_or_id: str) -> Entity:

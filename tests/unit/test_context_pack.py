@@ -1,0 +1,235 @@
+"""The context-pack assembler (pure): budget, each fact once, current before history,
+determinism; and the request's parameters."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curation.domain.params import InvalidQuery
+from retrieval.adapters.tokenizer import WordPieceTokenizer
+from retrieval.domain.context import (
+    DEFAULT_BUDGET,
+    MAX_BUDGET,
+    MIN_BUDGET,
+    PACK_DEPTH,
+    PackCitation,
+    PackClaim,
+    PackFact,
+    TokenCounter,
+    pack,
+    pack_part,
+    parse_context,
+    render,
+)
+
+AT = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+DAYS = [AT + dt.timedelta(days=n) for n in (-300, -100, -10, 0, 5, 50)]
+WORDPIECE = WordPieceTokenizer()
+
+
+def words(text: str) -> int:
+    """Additive over lines: what the line-by-line estimate assumes."""
+    return len(text.split())
+
+
+def quarters(text: str) -> int:
+    """A characters/4 count: the whole text counts more than its lines (the line breaks)."""
+    return math.ceil(len(text) / 4)
+
+
+COUNTERS: list[TokenCounter] = [words, quarters, WORDPIECE.count]
+
+citations = st.builds(
+    PackCitation,
+    source=st.sampled_from(["docs", "cmdb"]),
+    episode=st.sampled_from(["billing.md", "team.md", "ledger.md"]),
+    url=st.sampled_from(["", "https://example.org/x"]),
+    snippet=st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=300),
+    group_id=st.sampled_from(["w:a", "w:b"]),
+)
+
+
+@st.composite
+def facts(draw: st.DrawFn) -> PackFact:
+    start = draw(st.sampled_from(DAYS))
+    end = draw(st.one_of(st.none(), st.sampled_from([d for d in DAYS if d > start] or [None])))
+    group = draw(st.sampled_from(["w:a", "w:b"]))
+    return PackFact(
+        fact=draw(st.text(min_size=1, max_size=120)),
+        # Few values, so that the same fact (subject, predicate, object, validity) recurs.
+        subject=draw(st.sampled_from(["billing-api", "Billing-API", "ledger-db"])),
+        predicate=draw(st.sampled_from(["RUNS_ON", "OWNED_BY"])),
+        object_text=draw(st.sampled_from(["k8s-prod-1", "k8s-prod-2"])),
+        valid_from=start,
+        valid_to=end,
+        tier=draw(st.integers(1, 4)),
+        status=draw(st.sampled_from(["published", "superseded", "retracted"])),
+        citations=tuple(draw(st.lists(citations, max_size=5))),
+        claims=(PackClaim(draw(st.integers(1, 50)), group, (draw(st.integers(1, 9)),)),),
+    )
+
+
+hits = st.lists(facts(), max_size=PACK_DEPTH)
+budgets = st.integers(min_value=0, max_value=MAX_BUDGET)
+counters = st.sampled_from(COUNTERS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(hits, budgets, counters)
+def test_the_budget_holds_counting_the_whole_rendered_text_when_packing(
+    ranked: list[PackFact], budget: int, count: TokenCounter
+) -> None:
+    packed = pack(ranked, token_budget=budget, at=AT, count_tokens=count)
+    assert packed.tokens == count(packed.text)
+    assert packed.tokens <= budget
+
+
+@settings(max_examples=150, deadline=None)
+@given(hits, budgets, counters)
+def test_no_fact_is_packed_twice_when_hits_repeat_it(
+    ranked: list[PackFact], budget: int, count: TokenCounter
+) -> None:
+    packed = pack(ranked, token_budget=budget, at=AT, count_tokens=count)
+    keys = [fact.key for fact in packed.facts]
+    assert len(keys) == len(set(keys))
+
+
+@settings(max_examples=150, deadline=None)
+@given(hits, budgets, counters)
+def test_current_facts_come_before_history_and_history_is_never_current(
+    ranked: list[PackFact], budget: int, count: TokenCounter
+) -> None:
+    packed = pack(ranked, token_budget=budget, at=AT, count_tokens=count)
+    assert all(fact.current_at(AT) for fact in packed.current)
+    assert not any(fact.current_at(AT) for fact in packed.history)
+    if packed.current and packed.history:
+        assert packed.text.index("\nCurrent:\n") < packed.text.index("\nHistory (not current):")
+
+
+@settings(max_examples=100, deadline=None)
+@given(hits, budgets, counters)
+def test_the_same_inputs_give_the_same_pack(
+    ranked: list[PackFact], budget: int, count: TokenCounter
+) -> None:
+    first = pack(ranked, token_budget=budget, at=AT, count_tokens=count)
+    again = pack(list(ranked), token_budget=budget, at=AT, count_tokens=count)
+    assert first == again
+
+
+@settings(max_examples=100, deadline=None)
+@given(hits, budgets)
+def test_a_workspace_part_holds_only_its_own_claims_and_citations(
+    ranked: list[PackFact], budget: int
+) -> None:
+    packed = pack(ranked, token_budget=budget, at=AT, count_tokens=words)
+    part = pack_part(packed, "w:a")
+    assert all(c.group_id == "w:a" for fact in part.facts for c in fact.claims)
+    assert all(c.group_id == "w:a" for fact in part.facts for c in fact.citations)
+    assert {c.claim_id for f in packed.facts for c in f.claims if c.group_id == "w:a"} == set(
+        part.claim_ids
+    )
+
+
+def _fact(obj: str, *, status: str = "published", start: int = -10, end: int | None = None,
+          snippet: str = "The billing-api runs on it.") -> PackFact:  # fmt: skip
+    return PackFact(
+        fact=f"The billing-api runs on {obj}.", subject="billing-api", predicate="RUNS_ON",
+        object_text=obj, valid_from=AT + dt.timedelta(days=start),
+        valid_to=AT + dt.timedelta(days=end) if end is not None else None, tier=1,
+        status=status, citations=(PackCitation("docs", "billing.md", "", snippet, "w:a"),),
+        claims=(PackClaim(len(obj), "w:a", (1,)),),
+    )  # fmt: skip
+
+
+def test_a_superseded_value_is_history_marked_with_its_validity_when_a_newer_one_is_current() -> (
+    None
+):
+    old = _fact("k8s-prod-1", status="superseded", start=-100, end=-10)
+    new = _fact("k8s-prod-2", start=-10)
+    packed = pack([old, new], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words)
+    assert [f.object_text for f in packed.current] == ["k8s-prod-2"]
+    assert [f.object_text for f in packed.history] == ["k8s-prod-1"]
+    history = packed.text.split("History (not current):")[1]
+    assert "k8s-prod-1" in history
+    assert "valid 2026-02-21T00:00:00Z to 2026-05-22T00:00:00Z" in history
+
+
+def test_a_published_fact_that_ended_before_the_instant_is_not_current_when_packed() -> None:
+    ended = _fact("k8s-prod-1", start=-100, end=-1)
+    packed = pack([ended], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words)
+    assert packed.current == ()
+    assert len(packed.history) == 1
+
+
+def test_snippets_are_cut_rather_than_the_fact_dropped_when_the_budget_is_tight() -> None:
+    long = _fact("k8s-prod-2", snippet="word " * 99)  # 495 characters, as a hit's may be
+    roomy = pack([long], token_budget=MAX_BUDGET, at=AT, count_tokens=words)
+    tight = pack([long], token_budget=80, at=AT, count_tokens=words)
+    assert len(roomy.facts[0].citations[0].snippet) == len(long.citations[0].snippet.rstrip())
+    assert len(tight.facts) == 1
+    assert len(tight.facts[0].citations[0].snippet) < len(long.citations[0].snippet.rstrip())
+    assert tight.tokens <= 80
+
+
+def test_the_best_ranked_fact_is_the_one_kept_when_only_one_fits() -> None:
+    ranked = [_fact(f"k8s-prod-{n}", snippet="") for n in range(1, 6)]
+    one = len(render(ranked[:1], [], at=AT).split())
+    packed = pack(ranked, token_budget=one, at=AT, count_tokens=words)
+    assert [f.object_text for f in packed.facts] == ["k8s-prod-1"]
+
+
+def test_a_budget_below_the_header_gives_an_empty_pack() -> None:
+    packed = pack([_fact("k8s-prod-1")], token_budget=3, at=AT, count_tokens=words)
+    assert (packed.facts, packed.text, packed.tokens) == ((), "", 0)
+
+
+def test_the_wordpiece_tokenizer_counts_without_special_tokens() -> None:
+    assert WORDPIECE.count("") == 0
+    assert WORDPIECE.count("billing") == 1
+    assert WORDPIECE.count("billing api") == WORDPIECE.count("billing") + WORDPIECE.count("api")
+
+
+def test_a_context_request_defaults_its_budget_and_searches_deeper_than_k() -> None:
+    request = parse_context({"q": "where does billing-api run"})
+    assert request.token_budget == DEFAULT_BUDGET
+    assert request.query.k == PACK_DEPTH
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"q": "a", "budget": str(MIN_BUDGET - 1)}, "budget"),
+        ({"q": "a", "budget": str(MAX_BUDGET + 1)}, "budget"),
+        ({"q": "a", "budget": "lots"}, "budget"),
+        ({"q": "", "budget": "100"}, "q"),
+        ({"q": "a", "k": "5"}, "detail"),
+        ({"q": "a", "as_of": "yesterday"}, "as_of"),
+        ({"q": "a", "scope": "nope"}, "scope"),
+    ],
+)
+def test_a_bad_context_request_names_its_parameter(params: dict[str, str], field: str) -> None:
+    with pytest.raises(InvalidQuery) as raised:
+        parse_context(params)
+    assert field in raised.value.errors
+
+
+def test_a_workspace_part_never_carries_another_workspaces_wording_when_a_fact_is_shared() -> None:
+    worded_by_a = _fact("k8s-prod-2", snippet="A's own snippet")
+    shared = PackFact(
+        **{
+            **worded_by_a.__dict__,
+            "fact": "A's wording of it",
+            "claims": (PackClaim(1, "w:a", (1,)), PackClaim(2, "w:b", (2,))),
+        }
+    )
+    packed = pack([shared], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words)
+    part = pack_part(packed, "w:b")
+    assert part.claim_ids == [2]
+    assert part.episode_ids == [2]
+    assert "A's" not in part.text
+    assert "billing-api RUNS_ON k8s-prod-2" in part.text
