@@ -20,10 +20,10 @@ from curation.domain.ontology import MAX_TEXT, MAX_WORDS
 from curation.domain.ontology_records import MAX_NAME, MAX_OBJECT_TYPE
 from curation.domain.outbox import Consumer, Priority
 from curation.domain.records import PREDICATE_PATTERN
-from curation.domain.sources import ConnectorKind
+from curation.domain.sources import AGENT_KIND, SOURCE_KINDS, ConnectorKind
 from curation.domain.tiers import ClaimStatus, Tier, Verification
 
-# The values of ConnectorKind, in its order (what the choices and the constraint hold).
+# The values of ConnectorKind, in its order: the kinds a tenant may configure.
 CONNECTOR_KINDS = [kind.value for kind in ConnectorKind]
 
 
@@ -41,7 +41,7 @@ class Source(models.Model):
     # The scope that configured the source; a personal one can only propose elsewhere.
     origin_group_id = models.CharField(max_length=40)
     name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=20, choices=[(k, k) for k in CONNECTOR_KINDS])
+    kind = models.CharField(max_length=20, choices=[(k, k) for k in SOURCE_KINDS])
     config = models.JSONField(default=dict, blank=True)
     token_env = models.CharField(max_length=100, blank=True)
     # NULL means "never run": distinct from an empty cursor some APIs return.
@@ -65,7 +65,15 @@ class Source(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["group_id", "name"], name="source_name_per_group"),
             models.CheckConstraint(condition=Q(trust_tier__in=[1, 2, 3, 4]), name="source_tier"),
-            models.CheckConstraint(condition=Q(kind__in=CONNECTOR_KINDS), name="source_kind"),
+            models.CheckConstraint(condition=Q(kind__in=SOURCE_KINDS), name="source_kind"),
+            # The agents' source has no connector: never scheduled, so never run.
+            models.CheckConstraint(
+                condition=~Q(kind=AGENT_KIND) | Q(schedule_seconds__isnull=True),
+                name="source_agent_never_scheduled",
+            ),
+            models.UniqueConstraint(
+                fields=["group_id"], condition=Q(kind=AGENT_KIND), name="source_one_agent_per_group"
+            ),
             models.CheckConstraint(
                 condition=Q(token_env="") | Q(token_env__regex=r"^[A-Z_][A-Z0-9_]*$"),  # noqa: S106 - a name pattern
                 name="source_token_env_is_a_variable_name",

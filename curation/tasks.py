@@ -13,6 +13,7 @@ from opentelemetry import trace
 
 from curation import bootstrap
 from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
+from curation.domain.sources import AGENT_KIND
 from curation.models import Source
 from curation.selectors import outbox_due_groups, sources_due
 from curation.services.backpressure import ingest_pressure
@@ -50,6 +51,8 @@ def _ingest(
     principal = principal_system("ingest", group_ids=[group_id])
     with rls.tenant_context(principal):
         source = Source.objects.get(pk=source_id)
+    if source.kind == AGENT_KIND:  # nothing to fetch: agents' proposals arrive by the API
+        return IngestReport(source_id=source_id, error="the agents' source has no connector to run")
     try:
         adapters = bootstrap.providers().ingest_adapters_for(source)
     except ValueError as error:  # unknown kind, missing secret, bad config

@@ -23,7 +23,6 @@ from devtools.common import (
     who_listens,
 )
 
-
 SHARED_BUFFERS = "1GB"
 
 

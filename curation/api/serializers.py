@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
+import re
 from typing import Any
 
 from django.db.models import QuerySet
@@ -18,8 +19,22 @@ from curation.domain.ontology import (
     MAX_WORDS,
     Ontology,
 )
-from curation.domain.ontology_records import MAX_DESCRIPTION, MAX_OBJECT_TYPE, sense_record
+from curation.domain.ontology_records import (
+    MAX_DESCRIPTION,
+    MAX_NAME,
+    MAX_OBJECT_TYPE,
+    sense_record,
+)
+from curation.domain.proposals import (
+    MAX_ENTITY_NAME,
+    MAX_EVIDENCE,
+    MAX_URL,
+    NAME_PATTERN,
+    OPTIONAL_URL_PATTERN,
+)
+from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.sources import ConnectorKind
+from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, Evidence, Source
 
 
@@ -343,3 +358,105 @@ class PredicateSenseInputSerializer(serializers.Serializer[None]):
         if unknown := sorted(set(self.initial_data) - set(self.fields)):
             raise serializers.ValidationError(f"unknown field(s): {', '.join(unknown)}")
         return attrs
+
+
+# --- proposals -------------------------------------------------------------------------
+
+_OPTIONAL_URL = re.compile(OPTIONAL_URL_PATTERN)
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "enum": sorted(DEFAULT_ONTOLOGY.senses),
+        "description": "a PREDICATE of the workspace's ontology (GET /api/v1/ontology): the "
+        "built-in ones listed here, and any the workspace defined",
+    }
+)
+class ProposedPredicateField(serializers.CharField):
+    """A PREDICATE as sent (not trimmed); whether the workspace knows it is the service's."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, max_length=MAX_NAME, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if not PREDICATE_PATTERN.fullmatch(value):
+            raise serializers.ValidationError("must be an UPPER_SNAKE_CASE predicate, like RUNS_ON")
+        return value
+
+
+@extend_schema_field(
+    {"type": "string", "minLength": 1, "maxLength": MAX_ENTITY_NAME, "pattern": NAME_PATTERN}
+)
+class ProposedNameField(serializers.RegexField):
+    """A subject or object: trimmed, bounded, with a letter or digit in it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            NAME_PATTERN, max_length=MAX_ENTITY_NAME,
+            error_messages={"invalid": "must name something: at least one letter or digit"},
+            **kwargs,
+        )  # fmt: skip
+
+
+@extend_schema_field({"type": "string", "maxLength": MAX_URL, "pattern": OPTIONAL_URL_PATTERN})
+class ProposedUrlField(serializers.Field):  # type: ignore[type-arg]  # DRF's own is untyped
+    """Where the evidence comes from: an http(s) URL as sent (not trimmed), or blank.
+
+    Not a CharField: DRF and drf-spectacular would describe "blank or the pattern" as a
+    `oneOf` that a blank value matches twice; the pattern here admits blank itself.
+    """
+
+    default_error_messages = {
+        "invalid": f"must be an http:// or https:// URL of at most {MAX_URL} characters "
+        "(or left out)"
+    }
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or len(data) > MAX_URL or not _OPTIONAL_URL.fullmatch(data):
+            self.fail("invalid")
+        return str(data)
+
+    def to_representation(self, value: Any) -> str:
+        return str(value)
+
+
+class ProposalInputSerializer(serializers.Serializer[None]):
+    """A fact an agent proposes: (subject, PREDICATE, object) and the evidence for it.
+
+    The rules are the domain's (`curation.domain.proposals`); these fields state them in
+    the schema, and the service checks them again with the workspace's ontology.
+    """
+
+    refuses_unknown_fields = True  # see `validate`; the schema says so (vera.schema)
+
+    subject = ProposedNameField(help_text="what the fact is about")
+    predicate = ProposedPredicateField()
+    # The API field is called `object`, as the fact's third part; DRF sees only the name.
+    object = ProposedNameField(help_text="the value or the thing it relates to")
+    evidence = serializers.CharField(
+        max_length=MAX_EVIDENCE, help_text="what says the fact is true: a quote or a summary"
+    )
+    source_url = ProposedUrlField(
+        required=False, default="", help_text="where the evidence comes from (http or https)"
+    )
+    scope = serializers.CharField(
+        max_length=40, required=False,
+        help_text="the workspace's group id; needed only when the caller has several",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if unknown := sorted(set(self.initial_data) - set(self.fields)):
+            raise serializers.ValidationError(f"unknown field(s): {', '.join(unknown)}")
+        return attrs
+
+
+class ProposedSerializer(serializers.Serializer[Any]):
+    """A recorded proposal: it waits for a reviewer (or says what became of it)."""
+
+    claim_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=[status.value for status in ClaimStatus])
+    group_id = serializers.CharField(help_text="the workspace it was proposed to")
+    created = serializers.BooleanField(help_text="false: the same proposal was made before")
+    message = serializers.CharField()

@@ -25,6 +25,7 @@ urlpatterns = [
         "episodes/<int:pk>/retract", views.EpisodeRetractView.as_view(), name="api-episode-retract"
     ),
     path("sources/<int:pk>/retract", views.SourceRetractView.as_view(), name="api-source-retract"),
+    path("proposals", views.ProposalView.as_view(), name="api-proposals"),
     path("ontology", views.OntologyView.as_view(), name="api-ontology"),
     path(
         "ontology/<str:name>", views.OntologyPredicateView.as_view(), name="api-ontology-predicate"

@@ -1,5 +1,5 @@
 """REST endpoints: sources (admins), episodes, claims with filters, a claim's history, the
-ontology of a workspace (admins edit it)."""
+ontology of a workspace (admins edit it), facts agents propose (contributors)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from curation.api.serializers import (
     EpisodeSerializer,
     OntologySerializer,
     PredicateSenseInputSerializer,
+    ProposalInputSerializer,
+    ProposedSerializer,
     ReinstatementSerializer,
     RelatedSerializer,
     RetractionSerializer,
@@ -45,6 +47,7 @@ from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Source
 from curation.services.ontology import ontology_predicate_reset, ontology_predicate_set
+from curation.services.proposals import ProposalRefused, proposal_record
 from curation.services.retraction import (
     Retraction,
     RetractionRefused,
@@ -56,7 +59,7 @@ from curation.services.retraction import (
 from curation.services.sources import source_create
 from tenants.api.views import principal_of
 from tenants.domain.scopes import Role
-from tenants.services.scopes import PermissionDenied
+from tenants.services.scopes import NotFound, PermissionDenied
 
 
 def _parsed[T](parse: Callable[[dict[str, str]], T], request: Request) -> T:
@@ -393,3 +396,44 @@ class OntologyPredicateView(APIView):
         return _edited(
             lambda: ontology_predicate_reset(actor=actor, group_id=scope, name=name), scope
         )
+
+
+# --- proposals -------------------------------------------------------------------------
+
+
+class ProposalView(APIView):
+    """Propose a fact (contributors and above; agents use this): it waits in the reviewers'
+    proposals queue, attributed to the caller, and is neither published nor searchable
+    until a reviewer accepts it. The same proposal again returns the first (200)."""
+
+    @extend_schema(
+        request=ProposalInputSerializer,
+        responses={
+            201: ProposedSerializer,
+            200: OpenApiResponse(ProposedSerializer, description="proposed before: that one"),
+            403: OpenApiResponse(description="not a contributor, or proposals are turned off"),
+            404: OpenApiResponse(description="no such scope visible to the caller"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        form = ProposalInputSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            done = proposal_record(
+                actor=principal_of(request), store=bootstrap.providers().object_store(),
+                group_id=data.get("scope"), subject=data["subject"],
+                predicate=data["predicate"], object=data["object"],
+                evidence=data["evidence"], source_url=data["source_url"],
+            )  # fmt: skip
+        except NotFound as error:
+            raise exceptions.NotFound(str(error)) from None
+        except PermissionDenied as error:
+            raise exceptions.PermissionDenied(str(error)) from None
+        except ProposalRefused as error:
+            raise exceptions.ValidationError(error.errors) from None
+        claim = done.claim
+        body = {"claim_id": claim.pk, "status": claim.status, "group_id": claim.group_id,
+                "created": done.created, "message": done.message}  # fmt: skip
+        code = status.HTTP_201_CREATED if done.created else status.HTTP_200_OK
+        return Response(ProposedSerializer(body).data, status=code)

@@ -18,3 +18,12 @@ class ConnectorKind(enum.StrEnum):
     CONFLUENCE = "confluence"
     JIRA = "jira"
     SLACK = "slack"
+
+
+# Not a connector: the source VERA keeps in each workspace for the facts agents propose
+# (tier 4, never scheduled, never run). Only `claim_propose` creates one; the source
+# services refuse it as a connector kind, so nobody configures one by hand.
+AGENT_KIND = "agent"
+
+# What `Source.kind` may hold: every connector, and the agents' source.
+SOURCE_KINDS: tuple[str, ...] = (*(kind.value for kind in ConnectorKind), AGENT_KIND)

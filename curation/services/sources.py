@@ -29,6 +29,7 @@ from curation.domain.source_policy import (
     source_refusal,
     token_env_refusal,
 )
+from curation.domain.sources import AGENT_KIND
 from curation.domain.tiers import Tier
 from curation.models import CONNECTOR_KINDS, Source
 from tenants.domain.access import Principal
@@ -40,6 +41,7 @@ from tenants.services.scopes import PermissionDenied
 _SECRET_LIKE = re.compile(r"token|secret|password|passwd|api[_-]?key|credential|auth", re.I)
 MAX_SCOPE_DEPTH = 8  # organisation > workspace > project: deeper means a cycle
 UPDATABLE = frozenset({"name", "config", "token_env", "trust_tier", "schedule_seconds", "enabled"})
+AGENT_UPDATABLE = frozenset({"name", "enabled"})
 
 
 def source_policy(*, reach: Mapping[str, Any] | None = None) -> SourcePolicy:
@@ -144,6 +146,11 @@ def source_validate(
     policy: SourcePolicy | None = None,
 ) -> None:
     """Raise ValueError with a clear message for anything a source must not be or reach."""
+    if kind == AGENT_KIND:
+        raise ValueError(
+            "the agents' source is kept by VERA, not configured: its proposals wait in the "
+            "review queue (retract the source to withdraw them all)"
+        )
     if kind not in CONNECTOR_KINDS:
         raise ValueError(
             f"unknown connector kind {kind!r}; choose one of {', '.join(CONNECTOR_KINDS)}"
@@ -228,15 +235,12 @@ def source_update(*, actor: Principal, source_id: int, **changes: Any) -> Source
     _require_admin(actor, source.group_id)
     for field, value in changes.items():
         setattr(source, field, value)
-    source_validate(
-        kind=source.kind,
-        config=source.config,
-        token_env=source.token_env,
-        trust_tier=source.trust_tier,
-        group_id=source.group_id,
-        # What an operator granted this source still holds after a tenant's edit.
-        policy=source_policy(reach=source.reach),
-    )
+    if source.kind == AGENT_KIND:
+        # No connector to check: its name, and whether agents may propose (enabled).
+        if fixed := sorted(set(changes) - AGENT_UPDATABLE):
+            raise ValueError(f"the agents' source has no {', '.join(fixed)} to change")
+    else:
+        _validated(source)
     source.save(update_fields=[*changes])
     audit_record(
         actor=actor,
@@ -246,6 +250,19 @@ def source_update(*, actor: Principal, source_id: int, **changes: Any) -> Source
         data={"changed": sorted(changes)},
     )
     return source
+
+
+def _validated(source: Source) -> None:
+    """The source as changed, checked as at creation (its reach included)."""
+    source_validate(
+        kind=source.kind,
+        config=source.config,
+        token_env=source.token_env,
+        trust_tier=source.trust_tier,
+        group_id=source.group_id,
+        # What an operator granted this source still holds after a tenant's edit.
+        policy=source_policy(reach=source.reach),
+    )
 
 
 def is_operator(actor: Principal) -> bool:

@@ -7,20 +7,16 @@ id, name or `scope`. Every way a token can be wrong is refused before any tool r
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import httpx2
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import Client as DjangoClient
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from curation.models import Claim, Entity
 from curation.tasks import ingest_now, process_outbox
@@ -30,7 +26,7 @@ from tenants.domain.scopes import Role
 from tenants.models import Scope
 from tenants.services.api_keys import api_key_revoke
 from tests.support.ingest import T0, write_at
-from tests.support.mcp_server import McpServer, mcp_server
+from tests.support.mcp_server import McpServer, call, mcp_server
 from tests.support.oidc_provider import OIDCProvider
 from tests.support.tenancy import Tenant, make_tenant, markdown_source
 
@@ -76,24 +72,6 @@ def _published(tenant: Tenant, root: Path) -> None:
     assert not report.error, report.error
     while process_outbox():
         pass
-
-
-async def _session(
-    server: McpServer, token: str | None, calls: list[tuple[str, dict[str, Any]]]
-) -> Any:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:  # noqa: SIM117
-        async with Client(streamable_http_client(server.url, http_client=http)) as client:
-            tools = await client.list_tools()
-            results = [await client.call_tool(name, arguments) for name, arguments in calls]
-            return {tool.name for tool in tools.tools}, results
-
-
-def call(
-    server: McpServer, token: str | None, *calls: tuple[str, dict[str, Any]]
-) -> tuple[set[str], list[Any]]:
-    found: tuple[set[str], list[Any]] = asyncio.run(_session(server, token, list(calls)))
-    return found
 
 
 def _body(result: Any) -> dict[str, Any]:
@@ -222,6 +200,39 @@ def test_bad_arguments_are_tool_errors_the_model_can_read(
     assert "No claim" in messages[5]
     assert "token_budget" in messages[6]
     assert "No snapshot" in messages[7]
+
+
+PROPOSAL = {"subject": "billing-api", "predicate": "RUNS_ON", "object": "k8s-prod-7",
+            "evidence": "billing-api moved to k8s-prod-7 last night."}  # fmt: skip
+
+
+def test_propose_needs_its_scope_and_never_acts_past_the_persons_role(
+    server: McpServer, provider: OIDCProvider, tenants: tuple[Tenant, Tenant]
+) -> None:
+    a, _ = tenants
+    reader = provider.mint_access_token(user=_person(a.reviewer), aud=server.url, scope="vera:read")
+    _, (refused,) = call(server, reader, ("propose", PROPOSAL))
+    assert "needs the vera:propose scope" in _error(refused)
+    # The scope asks for contributor; a viewer stays a viewer.
+    wants = "vera:read vera:propose"
+    viewer = provider.mint_access_token(user=_person(a.viewer), aud=server.url, scope=wants)
+    _, (refused,) = call(server, viewer, ("propose", PROPOSAL))
+    assert "contributor" in _error(refused)
+    reviewer = provider.mint_access_token(user=_person(a.reviewer), aud=server.url, scope=wants)
+    _, (done, again, bad) = call(
+        server, reviewer, ("propose", PROPOSAL), ("propose", PROPOSAL),
+        ("propose", {**PROPOSAL, "predicate": "LIVES_IN"}),
+    )  # fmt: skip
+    first = _body(done)
+    assert (first["status"], first["created"], first["scope"]) == (
+        "proposed", True, a.workspace.group_id,
+    )  # fmt: skip
+    assert (_body(again)["claim_id"], _body(again)["created"]) == (first["claim_id"], False)
+    assert "predicate" in _error(bad)
+    with rls.tenant_context(a.principal(a.admin)):
+        claim = Claim.objects.get(pk=first["claim_id"])
+        assert claim.status == "proposed"
+        assert claim.evidence.get().episode.title.startswith("Proposed by oidc:")
 
 
 def test_a_principal_past_its_search_limit_gets_a_tool_error_naming_it(

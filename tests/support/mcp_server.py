@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -11,10 +12,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.web import free_port
 from tests.support.workers import ROOT
@@ -67,3 +73,27 @@ def mcp_server(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+async def _session(
+    server: McpServer, token: str | None, calls: list[tuple[str, dict[str, Any]]]
+) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:  # noqa: SIM117
+        async with Client(streamable_http_client(server.url, http_client=http)) as client:
+            tools = await client.list_tools()
+            results = [await client.call_tool(name, arguments) for name, arguments in calls]
+            return {tool.name for tool in tools.tools}, results
+
+
+def call(
+    server: McpServer, token: str | None, *calls: tuple[str, dict[str, Any]]
+) -> tuple[set[str], list[Any]]:
+    """One session of the SDK's own client over Streamable HTTP with `token` as bearer:
+    the names of the tools it lists, and each call's result, in order."""
+    # On a thread of its own: a test driving Playwright's sync API already runs a loop here.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        found: tuple[set[str], list[Any]] = thread.submit(
+            asyncio.run, _session(server, token, list(calls))
+        ).result()
+    return found

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from curation.domain.proposals import MAX_ENTITY_NAME, MAX_EVIDENCE, MAX_URL
 from retrieval.domain.context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
 from retrieval.domain.query import DEFAULT_K, MAX_K, MAX_QUERY_CHARS
 from tenants.domain.access import Principal
@@ -70,6 +71,9 @@ async def _call(function: Callable[..., dict[str, Any]], **arguments: Any) -> di
     """The tool's function on a worker thread (Django's ORM is synchronous), as the token's
     principal."""
     principal = _principal()
+    if function is tools.propose:
+        access = get_access_token()
+        arguments["token_scopes"] = list(access.scopes) if access else []
     return await anyio.to_thread.run_sync(
         lambda: tools.run(lambda: function(principal, **arguments))
     )
@@ -160,6 +164,39 @@ def build_server() -> MCPServer:
         as_of: AsOf = None,
     ) -> dict[str, Any]:
         return await _call(tools.related, entity=entity, hops=hops, as_of=as_of)
+
+    @server.tool(
+        description="Offer a fact you learnt elsewhere: (subject, PREDICATE, object) with the "
+        "text that states it. It goes to VERA's human reviewers as a proposal, attributed "
+        "to you; it is never published by this call and no search returns it until a "
+        "reviewer accepts it. Use the workspace's predicates (e.g. RUNS_ON, OWNED_BY, "
+        "DEPENDS_ON); an unknown one is refused with the list. Proposing the same fact "
+        "again returns the first proposal. Needs the vera:propose scope.",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        ),
+    )
+    async def propose(
+        subject: Annotated[
+            str, Field(min_length=1, max_length=MAX_ENTITY_NAME, description="what it is about")
+        ],
+        predicate: Annotated[str, Field(min_length=1, max_length=100, description="e.g. RUNS_ON")],
+        object: Annotated[
+            str, Field(min_length=1, max_length=MAX_ENTITY_NAME, description="the value")
+        ],
+        evidence: Annotated[
+            str, Field(min_length=1, max_length=MAX_EVIDENCE, description="the text that states it")
+        ],
+        source_url: Annotated[str, Field(max_length=MAX_URL, description="where it was read")] = "",
+        scope: Annotated[
+            str | None,
+            Field(description="the workspace (group id) to propose to, when you have several"),
+        ] = None,
+    ) -> dict[str, Any]:
+        return await _call(
+            tools.propose, subject=subject, predicate=predicate, object=object,
+            evidence=evidence, source_url=source_url, scope=scope,
+        )  # fmt: skip
 
     @server.tool(
         description="Say whether a search hit helped (hit_id from `search`). Votes tune "

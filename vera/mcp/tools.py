@@ -31,6 +31,7 @@ from curation.domain.names import normalize_name
 from curation.domain.params import InvalidQuery, parse_related
 from curation.domain.validity import EVER_VALID
 from curation.models import Claim, Entity, EntityAlias
+from curation.services.proposals import ProposalRefused, proposal_record
 from retrieval import bootstrap, selectors
 from retrieval.api.serializers import SearchResultSerializer
 from retrieval.domain.context import parse_context
@@ -43,7 +44,8 @@ from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.limits import Budget
 from tenants.selectors import principal_within
-from tenants.services.scopes import PermissionDenied
+from tenants.services.scopes import NotFound, PermissionDenied
+from vera.mcp.auth import SCOPE_PROPOSE
 from vera.throttling import principal_charge
 
 logger = logging.getLogger(__name__)
@@ -249,6 +251,35 @@ def claim_history(principal: Principal, *, claim_id: int) -> dict[str, Any]:
             raise ToolError(f"No claim {claim_id} visible to you.")
         rows = claims_data(Claim.objects.filter(pk__in=[claim.pk for claim in history]))
     return {"claim_id": claim_id, "history": [rows[claim.pk] for claim in history]}
+
+
+def propose(
+    principal: Principal,
+    *,
+    token_scopes: list[str],
+    subject: str,
+    predicate: str,
+    object: str,
+    evidence: str,
+    source_url: str,
+    scope: str | None,
+) -> dict[str, Any]:
+    """A tier-4 proposal in the reviewers' queue, attributed to the caller: never published
+    by the call (the contamination guard), searchable only once a reviewer accepts it."""
+    if SCOPE_PROPOSE not in token_scopes:
+        raise ToolError(f"Proposing needs the {SCOPE_PROPOSE} scope; this token has none.")
+    _charge(principal, Budget.WRITE)
+    try:
+        done = proposal_record(
+            actor=principal, store=curation_bootstrap.providers().object_store(),
+            subject=subject, predicate=predicate, object=object, evidence=evidence,
+            source_url=source_url, group_id=scope,
+        )  # fmt: skip
+    except (NotFound, ProposalRefused) as error:
+        raise ToolError(str(error)) from None
+    claim = done.claim
+    return {"claim_id": claim.pk, "status": claim.status, "scope": claim.group_id,
+            "created": done.created, "message": done.message}  # fmt: skip
 
 
 def feedback(principal: Principal, *, hit_id: int, helpful: bool) -> dict[str, Any]:
