@@ -131,6 +131,35 @@ def query_embedders(embedder: Embedders | None) -> list[tuple[Embedder, bool]]:
     ]
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A query embedding under way: by which model, whether a companion, and its vectors."""
+
+    embedder: Embedder
+    companion: bool
+    vectors: Future[list[list[float]]]
+
+
+def embeddings_start(
+    query: Query, *, embedder: Embedders | None, pinned: Pinned | None = None
+) -> list[Pending]:
+    """Start embedding the query with every model the search uses (`pinned`, when given,
+    names them), on this process's pool, so the work before stage 1 overlaps it.
+
+    Each embedding runs in a copy of this context, so a provider's span (when tracing is
+    on) belongs to the search that called it. Django's connections stay with their
+    thread: asgiref tags the storage it keeps in a context variable with its thread.
+    """
+    embedders = list(pinned) if pinned is not None else query_embedders(embedder)
+    pool = _embedding_pool()
+    return [
+        Pending(
+            each, companion, pool.submit(contextvars.copy_context().run, each.embed, [query.text])
+        )
+        for each, companion in embedders
+    ]
+
+
 def stage1_lists(
     query: Query,
     *,
@@ -140,65 +169,60 @@ def stage1_lists(
     index: Index = sql,
     pinned: Pinned | None = None,
     understanding: Understanding | None = None,
+    started: list[Pending] | None = None,
 ) -> Lists:
     """`stage1`, with the vector lists' cosine similarities (for `fuse`).
 
     `index` is what is searched (the live index unless a snapshot); `pinned`, when
-    given, names the query embedders instead of `embedder`. With an `understanding`
-    that names entities, a third list holds their claims of the relation asked for
+    given, names the query embedders instead of `embedder`; `started` are the query's
+    embeddings already under way (`embeddings_start`). With an `understanding` that
+    names entities, a third list holds their claims of the relation asked for
     ("understood"; the relation is scored again with the query's embedding first).
     """
     watch = watch or Stopwatch()
     where, params = sql.where_clause(query)
-    embedders = list(pinned) if pinned is not None else query_embedders(embedder)
     # The query is embedded while Postgres runs the lexical half: the model and the
     # database wait both release the GIL, so the two overlap instead of adding up.
-    # Each embedding runs in a copy of this context, so a provider's span (when tracing
-    # is on) belongs to the search that called it. Django's connections stay with their
-    # thread: asgiref tags the storage it keeps in a context variable with its thread.
+    pending = started if started is not None else embeddings_start(
+        query, embedder=embedder, pinned=pinned
+    )  # fmt: skip
     # A question that names an entity is embedded a second time without it ("what does
-    # run on"), in the same batch: the relation it asks for is read from that vector,
+    # run on"), by the first model: the relation it asks for is read from that vector,
     # which the name cannot pull towards whatever it happens to resemble.
-    asked = [spoken(understanding.question)] if understanding and understanding.entities else []
-    pool = _embedding_pool()
-    embeddings = [
-        (
-            each,
-            companion,
-            pool.submit(
-                contextvars.copy_context().run,
-                each.embed,
-                [query.text] if companion else [query.text, *asked],
-            ),
-        )
-        for each, companion in embedders
-    ]
+    first = next((each for each in pending if not each.companion), None)
+    asked: Future[list[list[float]]] | None = None
+    if first is not None and understanding is not None and understanding.entities:
+        asked = _embedding_pool().submit(
+            contextvars.copy_context().run, first.embedder.embed,
+            [spoken(understanding.question)],
+        )  # fmt: skip
     with watch.step("lexical"):
         rankings = {"fulltext": index.fulltext(query, where, params, depth)}
-        coverage = index.term_coverage(query.text) if embedders else 1.0
+        coverage = index.term_coverage(query.text) if pending else 1.0
     scores: list[float] = []
     languages: dict[str, frozenset[str] | None] = {}
-    meant = False  # the relation is read with the first model's vector only
-    for each, companion, embedding in embeddings:
+    for each in pending:
         with watch.step("embed"):  # only the wait left after the lexical half
-            vectors = _query_vectors(embedding)
+            vectors = _query_vectors(each.vectors)
         if not vectors:
             continue
-        vector = vectors[0]
+        model = each.embedder.model
         with watch.step("vector"):
             nearest = index.vector(
-                vector, where, params, depth, model=each.model, companion=companion
+                vectors[0], where, params, depth, model=model, companion=each.companion
             )
-        if companion:
-            name = f"companion@{each.model}"
+        if each.companion:
+            name = f"companion@{model}"
         else:
-            name = "vector" if "vector" not in rankings else f"vector@{each.model}"
+            name = "vector" if "vector" not in rankings else f"vector@{model}"
         rankings[name] = [claim_id for claim_id, _ in nearest]
-        languages[name] = getattr(each, "languages", None)
+        languages[name] = getattr(each.embedder, "languages", None)
         scores += [score for _, score in nearest]
-        if understanding is not None and not companion and asked and not meant:
-            understanding = with_meaning(understanding, vectors[-1], each)
-            meant = True
+        if each is first and asked is not None and understanding is not None:
+            with watch.step("embed"):
+                meaning = _query_vectors(asked)
+            if meaning:
+                understanding = with_meaning(understanding, meaning[0], each.embedder)
     found = understanding or Understanding()
     if found.entities:
         with watch.step("understood"):
@@ -365,13 +389,16 @@ def search(
     `ontologies` then reads the ontology it pinned.
     """
     watch = Stopwatch()
+    # Embedding starts first: understanding the question (Python) overlaps the model.
+    started = embeddings_start(query, embedder=embedder, pinned=pinned)
     with watch.step("understand"):
         found = understand(query.text, ontologies=ontologies)
     if found.as_of is not None and query.as_of is None:  # "as of March 2022" in the words
         query = replace(query, as_of=found.as_of)
     lists = stage1_lists(
-        query, embedder=embedder, watch=watch, index=index, pinned=pinned, understanding=found
-    )
+        query, embedder=embedder, watch=watch, index=index, pinned=pinned, understanding=found,
+        started=started,
+    )  # fmt: skip
     rankings = lists.rankings
     with watch.step("blend"):
         base = {"understood": _understood_weight(found, weights), **(fusion or {})}
