@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import connections
 from django.test import Client as DjangoClient
 
@@ -54,6 +55,8 @@ def server(
         f"{settings['PORT']}/{settings['NAME']}"
     )
     env = {
+        # This module's refusals come from one address: they must not add up to a 429.
+        "VERA_AUTH_FAILURE_LIMIT": "1000",
         "VERA_OIDC_ISSUER": provider.issuer,
         "OIDC_OP_JWKS_ENDPOINT": provider.jwks_endpoint,
         "VERA_OIDC_AUDIENCE": provider.api_audience,
@@ -347,3 +350,23 @@ def test_a_foreign_host_header_is_refused(
     key = a.issue_key(owner=a.viewer, role=Role.VIEWER).plaintext
     response = _initialize(server, key, Host="evil.example")
     assert response.status_code == 421
+
+
+def test_repeated_failed_authentications_turn_into_429_while_a_valid_key_still_passes(
+    tenants: tuple[Tenant, Tenant], tmp_path: Path
+) -> None:
+    a, _ = tenants
+    valid = a.issue_key(owner=a.viewer).plaintext
+    settings = connections["default"].settings_dict
+    database = (
+        f"postgres://{settings['USER']}:{settings['PASSWORD']}@{settings['HOST']}:"
+        f"{settings['PORT']}/{settings['NAME']}"
+    )
+    limits = {"VERA_AUTH_FAILURE_LIMIT": "2", "VERA_AUTH_FAILURE_WINDOW_S": "120"}
+    with mcp_server(database_url=database, log=tmp_path / "mcp.log", extra_env=limits) as one:
+        forged = "vera_abcdefgh_" + "x" * 43
+        # The counters live in the shared cache: this module's other refusals counted too.
+        cache.delete_many(["authfail:ip:127.0.0.1", "authfail:key:abcdefgh"])
+        codes = [_initialize(one, forged).status_code for _ in range(4)]
+        assert codes == [401, 401, 429, 429]
+        assert _initialize(one, valid).status_code == 200

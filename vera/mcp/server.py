@@ -7,6 +7,7 @@ Run as its own ASGI process from the same code and settings as web (`vera.mcp.as
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import urlparse
@@ -21,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import AnyHttpUrl, Field
+from rest_framework.exceptions import Throttled
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,6 +31,8 @@ from starlette.routing import Route
 from curation.domain.proposals import MAX_ENTITY_NAME, MAX_EVIDENCE, MAX_URL
 from retrieval.domain.context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
 from retrieval.domain.query import DEFAULT_K, MAX_K, MAX_QUERY_CHARS
+from tenants.api.authentication import FailureLimiter
+from tenants.domain import api_keys
 from tenants.domain.access import Principal
 from vera.health import check_all, verdict
 from vera.mcp import auth, tools
@@ -270,6 +274,54 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse(report, status_code=503 if report["failing"] else 200)
 
 
+class FailedAuthentications:
+    """REST's failed-authentication limit (`FailureLimiter`) on the MCP endpoint too: each
+    401 counts against the client's address and, for a `vera_` key, its prefix; past
+    either limit the 401 becomes a 429. A credential that verifies never meets it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        ip = (scope.get("client") or ("unknown",))[0]
+        headers = dict(scope.get("headers") or [])
+        offered = headers.get(b"authorization", b"").decode("latin-1").partition(" ")[2]
+        parsed = api_keys.parse(offered.strip())
+        prefix = parsed[0] if parsed else None
+
+        async def answer(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                refusal = await anyio.to_thread.run_sync(_failed, ip, prefix)
+                if refusal is not None:
+                    body = json.dumps({"error": "too_many_requests", "error_description":
+                                       str(refusal.detail)}).encode()  # fmt: skip
+                    await send({"type": "http.response.start", "status": 429, "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"retry-after", str(settings.VERA_AUTH_FAILURE_WINDOW_S).encode()),
+                        (b"content-length", str(len(body)).encode()),
+                    ]})  # fmt: skip
+                    await send({"type": "http.response.body", "body": body})
+                    raise _Answered
+            await send(message)
+
+        try:
+            await self.app(scope, receive, answer)
+        except _Answered:
+            return
+
+
+class _Answered(Exception):
+    """The 401 was replaced by a 429: the rest of the original response is dropped."""
+
+
+def _failed(ip: str, prefix: str | None) -> Throttled | None:
+    error = FailureLimiter().failed(ip=ip, prefix=prefix)
+    return error if isinstance(error, Throttled) else None
+
+
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
@@ -291,4 +343,5 @@ def build_app() -> Starlette:
     for where in dict.fromkeys([METADATA_PATH + path, METADATA_PATH]):
         app.router.routes.append(Route(where, _metadata, methods=["GET"]))
     app.router.routes.append(Route("/healthz", _healthz, methods=["GET"]))
+    app.add_middleware(FailedAuthentications)
     return app
