@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,10 +12,21 @@ from typing import Any
 from django.conf import settings
 from django.contrib.postgres.aggregates import JSONBAgg
 from django.db import connection
-from django.db.models import Count, JSONField, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import (
+    Count,
+    JSONField,
+    Max,
+    Min,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.db.models.functions import JSONObject
 
 from curation.domain.backpressure import OUTBOX_LANES, LaneLoad
+from curation.domain.highlight import Piece, card_order, highlight
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
 from curation.domain.ontology import DEFAULT_ONTOLOGY, Ontology, PredicateSense
 from curation.domain.ontology_records import ontology_of, sense_of
@@ -27,13 +39,14 @@ from curation.models import (
     Claim,
     Entity,
     EntityAlias,
+    Episode,
     Evidence,
     MergeCandidate,
     OntologyRevision,
     Predicate,
     Source,
 )
-from curation.ports import GraphProjection
+from curation.ports import GraphProjection, ObjectStore
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.models import Scope
@@ -103,10 +116,8 @@ def reviewable_groups(principal: Principal) -> list[str]:
     return principal.groups_at_least(Role.REVIEWER)
 
 
-def review_queue(
-    *, principal: Principal, status: str, filters: dict[str, str], sort: str = "oldest"
-) -> QuerySet[Claim]:
-    """Claims waiting in one queue, with what a row shows loaded up front (bounded queries)."""
+def _waiting(*, principal: Principal, status: str, filters: dict[str, str]) -> QuerySet[Claim]:
+    """Claims waiting in one queue that the principal may decide, filtered."""
     queryset = Claim.objects.filter(group_id__in=reviewable_groups(principal), status=status)
     if filters.get("source"):
         queryset = queryset.filter(source_id=filters["source"])
@@ -116,13 +127,105 @@ def review_queue(
         queryset = queryset.filter(subject__canonical_name__icontains=filters["entity"])
     if filters.get("tier"):
         queryset = queryset.filter(tier=filters["tier"])
+    return queryset
+
+
+def review_queue(
+    *, principal: Principal, status: str, filters: dict[str, str], sort: str = "oldest"
+) -> QuerySet[Claim]:
+    """Claims waiting in one queue, with what a row shows loaded up front (bounded queries)."""
     return (
-        queryset.select_related("subject", "object_entity", "source")
+        _waiting(principal=principal, status=status, filters=filters)
+        .select_related("subject", "object_entity", "source")
         .prefetch_related(
             Prefetch("evidence", queryset=Evidence.objects.select_related("episode").order_by("pk"))
         )
         .order_by(*SORTS.get(sort, SORTS["oldest"]))
     )
+
+
+# --- The claims queue by document: one card per episode ------------------------------
+
+
+def _document() -> Subquery:
+    """A claim's document: the episode of its first evidence (a claim another document
+    re-confirmed later still belongs to the one it was extracted from)."""
+    first = Evidence.objects.filter(claim=OuterRef("pk")).order_by("pk").values("episode_id")
+    return Subquery(first[:1])
+
+
+def review_document_ids(*, principal: Principal, filters: dict[str, str], sort: str = "oldest"
+                        ) -> QuerySet[Claim, int]:  # fmt: skip
+    """The documents with claims waiting for review, in the order their oldest (or newest)
+    waiting claim arrived; a claim without evidence belongs to no document (rows only)."""
+    waiting = _waiting(principal=principal, status=ClaimStatus.PENDING_REVIEW, filters=filters)
+    newest = sort == "newest"
+    return (
+        waiting.annotate(document=_document())
+        .exclude(document=None)
+        .order_by()
+        .values("document")
+        .annotate(arrived=Max("recorded_at") if newest else Min("recorded_at"))
+        .order_by("-arrived" if newest else "arrived", "document")
+        .values_list("document", flat=True)
+    )
+
+
+@dataclass(frozen=True)
+class DocumentCard:
+    """A document of the claims queue: its waiting claims (relations, then passages) and
+    its text with every waiting claim's evidence span marked."""
+
+    episode: Episode
+    claims: list[Claim]
+    pieces: list[Piece]  # empty when the text cannot be read (erased, or never stored)
+
+
+def _text(store: ObjectStore, episode: Episode) -> str:
+    if not episode.object_key:
+        return ""
+    try:
+        return store.get(episode.object_key).decode("utf-8", errors="replace")
+    except KeyError:  # erased: the card still lists the claims
+        return ""
+
+
+def _card(episode: Episode, claims: list[Claim], store: ObjectStore) -> DocumentCard:
+    spans = {
+        claim.pk: (evidence.start, evidence.end)
+        for claim in claims
+        for evidence in claim.evidence.all()
+        if evidence.episode_id == episode.pk and evidence.start is not None
+    }
+    claims.sort(key=lambda c: card_order(c.predicate, spans.get(c.pk, (None, None))[0], c.pk))
+    text = _text(store, episode)
+    marked = [(start, end) for start, end in spans.values() if start is not None and end]
+    return DocumentCard(episode, claims, highlight(text, marked) if text else [])
+
+
+def review_documents(
+    *, principal: Principal, episode_ids: list[int], filters: dict[str, str], store: ObjectStore
+) -> list[DocumentCard]:
+    """The cards of these documents, in their order, in a fixed number of queries (the
+    claims, their evidence, the values they would supersede, the episodes and sources);
+    each document's text is read from the object store."""
+    waiting = _waiting(principal=principal, status=ClaimStatus.PENDING_REVIEW, filters=filters)
+    claims = (
+        waiting.annotate(document=_document())
+        .filter(document__in=episode_ids)
+        .select_related("subject", "object_entity", "source")
+        .prefetch_related(Prefetch("evidence", queryset=Evidence.objects.order_by("pk")))
+    )
+    by_document: dict[int, list[Claim]] = defaultdict(list)
+    for claim in attach_current_values(list(claims)):
+        # `document` is the annotation above, not a field of Claim.
+        by_document[claim.document].append(claim)  # type: ignore[attr-defined]
+    episodes = Episode.objects.select_related("source").in_bulk(episode_ids)
+    return [
+        _card(episodes[pk], by_document[pk], store)
+        for pk in episode_ids
+        if pk in episodes and by_document[pk]
+    ]
 
 
 def functional_predicates() -> frozenset[str]:

@@ -21,6 +21,7 @@ from tenants.services.scopes import PermissionDenied
 from tenants.web.views import htmx_partial
 
 PAGE_SIZE = 50
+CARDS_PER_PAGE = 10  # a card holds a whole document: its claims and its text
 QUEUES = {"claims": ClaimStatus.PENDING_REVIEW, "proposals": ClaimStatus.PROPOSED}
 FILTERS = ("source", "predicate", "entity", "tier")
 
@@ -31,9 +32,13 @@ def _queue_context(request: HttpRequest) -> dict[str, object]:
     filters = {key: request.GET[key] for key in FILTERS if request.GET.get(key)}
     sort = request.GET.get("sort", "oldest")
     number = request.GET.get("page")
-    page: Page[MergeCandidate] | Page[Claim]
+    page: Page[MergeCandidate] | Page[Claim] | Page[int]
+    cards: list[selectors.DocumentCard] = []
+    by_document = queue == "claims" and request.GET.get("group") == "document"
     if queue == "merges":
         page = Paginator(selectors.merge_queue(principal=principal), PAGE_SIZE).get_page(number)
+    elif by_document:
+        page, cards = _cards_page(request, filters, sort)
     else:
         status = QUEUES.get(queue, ClaimStatus.PENDING_REVIEW)
         claims = selectors.review_queue(
@@ -49,7 +54,23 @@ def _queue_context(request: HttpRequest) -> dict[str, object]:
         "counts": selectors.queue_counts(principal),
         "options": selectors.queue_filter_options(principal),
         "can_review": bool(selectors.reviewable_groups(principal)),
+        "group": "document" if by_document else "",
+        "cards": cards,
     }
+
+
+def _cards_page(
+    request: HttpRequest, filters: dict[str, str], sort: str
+) -> tuple[Page[int], list[selectors.DocumentCard]]:
+    """A page of the claims queue by document: the documents, then their cards."""
+    principal = request_principal(request)
+    ids = selectors.review_document_ids(principal=principal, filters=filters, sort=sort)
+    page = Paginator(ids, CARDS_PER_PAGE).get_page(request.GET.get("page"))
+    cards = selectors.review_documents(
+        principal=principal, episode_ids=list(page.object_list), filters=filters,
+        store=bootstrap.providers().object_store(),
+    )  # fmt: skip
+    return page, cards
 
 
 @login_required
@@ -153,16 +174,22 @@ def merge_decide(request: HttpRequest, candidate_id: int, action: str) -> HttpRe
     )
 
 
-@login_required
-@require_POST
-def bulk_decide(request: HttpRequest) -> HttpResponse:
-    """Approve or reject the selected claims; conflicts are reported, the rest commit."""
+def _items(request: HttpRequest) -> list[tuple[int, int]]:
+    """The claims a bulk form names, each `id:version` (the version the reviewer saw)."""
     items = []
     for raw in request.POST.getlist("item"):
         pk, _, version = raw.partition(":")
         if pk.isdigit() and version.isdigit():
             items.append((int(pk), int(version)))
+    return items
+
+
+@login_required
+@require_POST
+def bulk_decide(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the selected claims; conflicts are reported, the rest commit."""
     approve = request.POST.get("action") == "approve"
+    items = _items(request)
     try:
         outcome = review.review_bulk(
             actor=request_principal(request), items=items, approve=approve,
@@ -180,6 +207,48 @@ def bulk_decide(request: HttpRequest) -> HttpResponse:
     for claim_id, why in outcome.conflicts.items():
         messages.warning(request, f"#{claim_id}: {why}")
     return redirect(request.headers.get("Referer") or "/review/")
+
+
+def _card_decided(
+    request: HttpRequest, episode_id: int, outcome: review.BulkOutcome, *, approve: bool
+) -> HttpResponse:
+    """The answer to a card's decision: the card's new state for HTMX, else the queue."""
+    summary = f"{'Approved' if approve else 'Rejected'} {len(outcome.done)} claim(s)."
+    lines = [outcome.messages[pk] for pk in outcome.done]
+    lines += [f"#{pk}: {why}" for pk, why in outcome.conflicts.items()]
+    if htmx_partial(request):
+        context = {"episode_id": episode_id, "summary": summary, "lines": lines,
+                   "conflict": bool(outcome.conflicts),
+                   "counts": selectors.queue_counts(request_principal(request))}  # fmt: skip
+        return render(request, "curation/review.html#card_decided", context)
+    messages.success(request, summary)
+    for line in lines:
+        messages.info(request, line)
+    return redirect(request.headers.get("Referer") or "/review/?queue=claims&group=document")
+
+
+@login_required
+@require_POST
+def document_decide(request: HttpRequest, episode_id: int, action: str) -> HttpResponse:
+    """approve | reject every claim a document's card lists (each at the version shown),
+    through the same service as the rows and the bulk form; conflicts are reported."""
+    if action not in {"approve", "reject"}:
+        raise Http404
+    try:
+        outcome = review.review_bulk(
+            actor=request_principal(request), items=_items(request), approve=action == "approve",
+            reason=request.POST.get("reason", ""),
+        )  # fmt: skip
+    except Claim.DoesNotExist:  # not visible (RLS): another workspace's, or gone
+        raise Http404("No such claim.") from None
+    except PermissionDenied as error:
+        raise DjangoPermissionDenied(str(error)) from None
+    except ValueError as error:  # no reason given: the card stays as it was
+        if htmx_partial(request):
+            return HttpResponse(str(error), status=400, headers={"HX-Reswap": "none"})
+        messages.error(request, str(error))
+        return redirect(request.headers.get("Referer") or "/review/")
+    return _card_decided(request, episode_id, outcome, approve=action == "approve")
 
 
 @login_required

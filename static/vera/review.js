@@ -1,4 +1,7 @@
 // Review queue: keyboard shortcuts and showing conflicts that the server answers with 4xx.
+// An "item" is a row, or in the by-document view a document's card: j/k move between
+// cards, a/r decide the whole card, Enter steps into its claim rows (where the same keys
+// work on one claim) and Esc steps back out to the card.
 (() => {
   "use strict";
   // htmx leaves 4xx answers unswapped by default; here they carry a row to show.
@@ -10,11 +13,17 @@
     }
   });
 
-  const rows = () => Array.from(document.querySelectorAll("tr.item"));
-  const current = () => document.activeElement?.closest?.("tr.item") || null;
+  const cardOf = (item) => (item && item.matches("tr.item") ? item.closest("article.card") : null);
+  // The items j/k walk: the rows of the card the focus is in, else the top-level items.
+  const items = (from) => {
+    const card = cardOf(from);
+    if (card) return Array.from(card.querySelectorAll("tr.item"));
+    return Array.from(document.querySelectorAll(".item")).filter((item) => !cardOf(item));
+  };
+  const current = () => document.activeElement?.closest?.(".item") || null;
 
   function focusRow(offset) {
-    const all = rows();
+    const all = items(current());
     if (!all.length) return;
     const index = all.indexOf(current());
     const next = all[Math.max(0, Math.min(all.length - 1, index + offset))] || all[0];
@@ -25,10 +34,11 @@
   function press(key) {
     const row = current();
     if (!row) return;
-    const target = row.querySelector(`[data-key="${key}"]`);
+    const card = row.matches("article.card");
+    const target = row.querySelector(card ? `[data-card-key="${key}"]` : `[data-key="${key}"]`);
     if (!target) return;
     if (key === "r") {
-      const reason = row.querySelector("input.reason");
+      const reason = row.querySelector(card ? "input.card-reason" : "input.reason");
       if (reason && !reason.value) { reason.focus(); return; }
     }
     target.click();
@@ -37,8 +47,8 @@
 
   function focusRowAfterDecision(row) {
     // Move on to the next undecided row once the decision has been swapped in.
-    const all = rows();
-    const next = all[all.indexOf(row) + 1];
+    const all = items(row);
+    const next = all[all.indexOf(row) + 1] || cardOf(row);
     if (next) setTimeout(() => next.focus(), 0);
   }
 
@@ -47,22 +57,33 @@
   // move on to the next undecided row, as the keyboard shortcuts do.
   let refocusAfter = null;
   document.addEventListener("submit", (event) => {
-    const row = event.target.closest("tr.item");
+    const row = event.target.closest(".item");
     refocusAfter = row && row.contains(document.activeElement) ? row.id : null;
   });
   document.body.addEventListener("htmx:afterSettle", () => {
     if (!refocusAfter) return;
     const decided = document.getElementById(refocusAfter);
-    if (!decided || decided.matches("tr.item")) return;  // not swapped yet, or refused
+    if (!decided || decided.matches(".item")) return;  // not swapped yet, or refused
     refocusAfter = null;
     let next = decided.nextElementSibling;
-    while (next && !next.matches("tr.item")) next = next.nextElementSibling;
+    while (next && !next.matches(".item")) next = next.nextElementSibling;
+    next = next || decided.closest("article.card");  // a card's last row: back to the card
     if (next && (document.activeElement === document.body || !document.activeElement)) next.focus();
   });
 
   document.addEventListener("keydown", (event) => {
     const typing = event.target.matches("input, textarea, select");
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Enter" && event.target.matches("article.card")) {
+      const first = event.target.querySelector("tr.item");
+      if (first) { event.preventDefault(); first.focus(); }
+      return;
+    }
+    if (event.key === "Escape" && cardOf(current())) {
+      event.preventDefault();
+      cardOf(current()).focus();
+      return;
+    }
     const actions = {
       j: () => focusRow(1), k: () => focusRow(-1),
       a: () => press("a"), r: () => press("r"), e: () => press("e"),
