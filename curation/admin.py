@@ -227,8 +227,13 @@ class ClaimAdmin(WrittenByServices, admin.ModelAdmin[Claim]):
     list_display = ["__str__", "status", "tier", "confidence", "valid_from", "valid_to", "source"]
     list_filter = ["status", "tier", "verification", "predicate"]
     search_fields = ["fact_text", "subject__canonical_name", "predicate"]
-    raw_id_fields = ["subject", "object_entity", "superseded_by", "source"]
-    readonly_fields = ["recorded_at", "version", "reviewed_by", "reviewed_at", "history"]
+    raw_id_fields = ["subject", "object_entity", "source"]
+    # The lifecycle (status, validity, supersession, version) moves only through review,
+    # retraction and ingestion: never by editing the row here.
+    readonly_fields = [
+        "status", "status_reason", "valid_from", "valid_to", "superseded_by", "recorded_at",
+        "version", "reviewed_by", "reviewed_at", "history",
+    ]  # fmt: skip
     inlines = [EvidenceInline]
     actions = ["approve_selected", "accept_selected", "retract_selected"]
 

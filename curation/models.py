@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from curation.domain.lifecycle import transitions
 from curation.domain.ontology import MAX_TEXT, MAX_WORDS
 from curation.domain.ontology_records import MAX_NAME, MAX_OBJECT_TYPE
 from curation.domain.outbox import Consumer, Priority
@@ -294,6 +295,12 @@ class Claim(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(status__in=[s.value for s in ClaimStatus]), name="claim_status_known"
+            ),
+        ]
+        # Only the lifecycle's transitions (curation.domain.lifecycle), whoever writes.
+        triggers = [
+            pgtrigger.FSM(
+                name="claim_status_transitions", field="status", transitions=transitions()
             ),
         ]
         indexes = [

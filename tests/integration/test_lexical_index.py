@@ -97,7 +97,7 @@ def test_reindexing_unchanged_claims_leaves_the_statistics_as_they_were(tenant_a
 def test_statistics_shrink_when_a_claim_leaves_the_index(tenant_a: Tenant) -> None:
     ids = _claims(tenant_a, FACTS)
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
-        Claim.objects.filter(pk=ids[2]).update(status=ClaimStatus.REJECTED)
+        Claim.objects.filter(pk=ids[2]).delete()  # erased: a published claim leaves so
         index_claims(claim_ids=[ids[2]], embedder=EMBEDDER)
     remaining = [fact for i, fact in enumerate(FACTS) if i != 2]
     df, corpus = _stats(tenant_a)
