@@ -5,7 +5,7 @@ run stops before its page commits, records why on the source, and the next run t
 the page again (a failed episode would be skipped as "unchanged" from then on, so the
 record would never be extracted). A judge raises JudgeUnavailable, "no judgement",
 which the services read as having no judge: a merge candidate for a reviewer, or values
-that coexist, never a merge or a retirement.
+that coexist, never a merge or a supersession.
 """
 
 from __future__ import annotations

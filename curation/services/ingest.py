@@ -202,7 +202,7 @@ def _resolve(
     )
 
 
-def _retire_previous_revision(source: Source, episode: Episode) -> None:
+def _supersede_previous_revision(source: Source, episode: Episode) -> None:
     """Claims only the artifact's older revisions said, and this one no longer says, end.
 
     Two index lookups and a set difference, not one nested IN / NOT IN query: a page is
@@ -284,7 +284,7 @@ def _process(
                 continue
             cited.add(claim.pk)
             counts[claim.status] += 1
-    _retire_previous_revision(source, episode)
+    _supersede_previous_revision(source, episode)
     return counts
 
 

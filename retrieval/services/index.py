@@ -280,7 +280,7 @@ def index_prepare(jobs: list[OutboxJob], *, embedder: Embedders) -> None:
 
 
 def index_job(job: OutboxJob, *, embedder: Embedders) -> None:
-    """Outbox handler: (re)index the job's claim, whatever its kind (project or retire)."""
+    """Outbox handler: (re)index the job's claim, whatever its kind (project; legacy: retire)."""
     index_claims(claim_ids=[int(job.payload["claim_id"])], embedder=embedder)
 
 

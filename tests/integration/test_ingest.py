@@ -298,7 +298,7 @@ def test_reingesting_an_artifact_with_an_overlong_id_is_a_no_op(
     assert (again.new, again.unchanged, again.failed) == (0, 1, 0)
 
 
-def test_a_revision_that_drops_a_fact_retires_it_and_keeps_the_rest(
+def test_a_revision_that_drops_a_fact_supersedes_it_and_keeps_the_rest(
     tenant_a: Tenant, docs: Path
 ) -> None:
     _write(docs, "payments.md", "# Payments\n\nThe payments-api depends on the ledger-db.\n"

@@ -356,7 +356,7 @@ def test_value_error_raised_when_cache_size_is_negative(chat_api: StubChatAPI) -
 # --- contradiction -----------------------------------------------------------------------
 
 
-def test_replaces_when_model_says_new_version_retires_old(chat_api: StubChatAPI) -> None:
+def test_replaces_when_model_says_new_version_supersedes_old(chat_api: StubChatAPI) -> None:
     chat_api.reply_json(REPLACES)
     assert _ask_contradiction(chat_api) is True
 
