@@ -11,6 +11,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN groupadd --system vera \
     && useradd --system --gid vera --create-home --home-dir /home/vera --shell /usr/sbin/nologin vera
 
+# Where compose's processes write their metric samples (PROMETHEUS_MULTIPROC_DIR): the
+# runtime user's; an empty volume mounted there takes this folder's owner from the image.
+RUN install -d -o vera -g vera /var/lib/vera/metrics
+
 WORKDIR /app
 
 # Dependencies first for layer caching. The lock also pins dev-only embedded servers

@@ -8,6 +8,9 @@ Metrics: each worker writes its samples to files in PROMETHEUS_MULTIPROC_DIR, an
 multiprocess mode). The variable must be set before prometheus-client is first
 imported, so it is set here, in the arbiter, before any worker exists: to the
 operator's directory, else to a fresh temporary one for this run (removed at exit).
+An operator's directory is the deployment's, which other processes (Celery, the MCP
+server) write to as well: it is emptied when the deployment starts (compose's volume is
+a tmpfs), never here, where it would drop the counts of processes still running.
 """
 
 from __future__ import annotations
@@ -38,11 +41,8 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
 
 
 def on_starting(server: Any) -> None:
-    """Start the counts from zero: samples a previous run left there are not this run's."""
-    directory = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
-    directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.glob("*.db"):
-        stale.unlink()
+    """Make sure the metrics directory exists (it is not emptied: see the docstring)."""
+    Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 
 
 def post_fork(server: Any, worker: Any) -> None:
@@ -65,9 +65,9 @@ def post_worker_init(worker: Any) -> None:
 
 def child_exit(server: Any, worker: Any) -> None:
     """Drop a dead worker's live gauges (its counts stay: they happened)."""
-    from prometheus_client import multiprocess
+    from vera import metrics
 
-    multiprocess.mark_process_dead(worker.pid)
+    metrics.process_dead(worker.pid)
 
 
 def on_exit(server: Any) -> None:

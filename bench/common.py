@@ -16,6 +16,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Django models load only after setup_django()
+    from tenants.domain.access import Principal
+    from tenants.models import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,6 +122,44 @@ def analyze() -> None:
 
     with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
         conn.execute("ANALYZE")
+
+
+def bench_workspace(org: str, name: str) -> tuple[Scope, Principal]:
+    """A new workspace `name` under the organisation `org` (made unless it exists) and the
+    system principal a benchmark acts as there."""
+    from tenants.domain.scopes import ScopeKind
+    from tenants.models import Scope
+    from tenants.selectors import principal_system
+    from tenants.services.scopes import scope_create
+
+    parent = Scope.objects.filter(kind=ScopeKind.ORGANISATION, name=org).first()
+    parent = parent or scope_create(kind=ScopeKind.ORGANISATION, name=org)
+    workspace = scope_create(kind=ScopeKind.WORKSPACE, name=name, parent_id=parent.pk)
+    return workspace, principal_system("bench", group_ids=[workspace.group_id])
+
+
+def markdown_source(
+    principal: Principal, group_id: str, root: Path, *, name: str, tier: int = 1
+) -> int:
+    """A Markdown source over `root` in the workspace, created through `source_create`;
+    returns its id."""
+    from curation.services.sources import source_create
+    from tenants import rls
+
+    with rls.tenant_context(principal):
+        source = source_create(
+            actor=principal, group_id=group_id, name=name, kind="markdown",
+            config={"root": str(root)}, trust_tier=tier,
+        )  # fmt: skip
+    return source.pk
+
+
+def drain_outbox(consumer: str | None = None) -> None:
+    """Run the outbox (every consumer, or the one named) in this process until none is due."""
+    from curation.tasks import process_outbox
+
+    while process_outbox(consumer=consumer):
+        pass
 
 
 def lift_rate_limits(scope_id: int) -> None:

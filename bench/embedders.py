@@ -45,7 +45,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, setup_django
+from bench.common import ROOT, bench_workspace, drain_outbox, markdown_source, setup_django
 from bench.search import documents, ndcg_at_10
 
 EVAL = ROOT.parent / "shared" / "eval"
@@ -73,13 +73,8 @@ def _ingest(dataset: str, embedder: str) -> tuple[str, float]:
     """The workspace holding `dataset` indexed by `embedder`, built when missing."""
     from django.test import override_settings
 
-    from curation.services.sources import source_create
-    from curation.tasks import ingest_now, process_outbox
-    from tenants import rls
-    from tenants.domain.scopes import ScopeKind
+    from curation.tasks import ingest_now
     from tenants.models import Scope
-    from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
 
     name = _workspace_name(dataset, embedder)
     existing = Scope.objects.filter(name=name).first()
@@ -92,21 +87,12 @@ def _ingest(dataset: str, embedder: str) -> tuple[str, float]:
         for line in handle:
             row = json.loads(line)
             (folder / f"{row['_id']}.md").write_text(f"# {row['title']}\n\n{row['text']}\n")
-    org = Scope.objects.filter(name="Embedders Org").first() or scope_create(
-        kind=ScopeKind.ORGANISATION, name="Embedders Org"
-    )
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name=name, parent_id=org.pk)
-    principal = principal_system("bench", group_ids=[workspace.group_id])
+    workspace, principal = bench_workspace("Embedders Org", name)
     started = time.perf_counter()
     with override_settings(VERA_EMBEDDER__PROVIDER=embedder):
-        with rls.tenant_context(principal):
-            source = source_create(
-                actor=principal, group_id=workspace.group_id, name=name, kind="markdown",
-                config={"root": str(folder)}, trust_tier=1,
-            )  # fmt: skip
-        ingest_now(source_id=source.pk, group_id=workspace.group_id)
-        while process_outbox():
-            pass
+        source_id = markdown_source(principal, workspace.group_id, folder, name=name)
+        ingest_now(source_id=source_id, group_id=workspace.group_id)
+        drain_outbox()
     return workspace.group_id, time.perf_counter() - started
 
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, setup_django
+from bench.common import ROOT, bench_workspace, markdown_source, setup_django
 
 CORPUS = ROOT.parent / "shared" / "eval" / "scifact" / "corpus.jsonl"
 SENTENCE_WORDS = 15
@@ -286,12 +286,7 @@ def _timed_model(inner: Any) -> dict[str, float]:
 
 def _ingest(docs: int) -> str:
     """The abstracts as one tier-1 Markdown source, ingested; returns the group id."""
-    from curation.services.sources import source_create
     from curation.tasks import ingest_now
-    from tenants import rls
-    from tenants.domain.scopes import ScopeKind
-    from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
 
     # Outside any git work tree, so the connector reads the folder by mtime.
     folder = Path(tempfile.gettempdir()) / "vera-bench-index"
@@ -300,15 +295,9 @@ def _ingest(docs: int) -> str:
     folder.mkdir()
     for doc_id, title, text in _abstracts(docs):
         (folder / f"{doc_id}.md").write_text(f"# {title}\n\n{text}\n", encoding="utf-8")
-    org = scope_create(kind=ScopeKind.ORGANISATION, name="Index Org")
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Index WS", parent_id=org.pk)
-    principal = principal_system("bench", group_ids=[workspace.group_id])
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=workspace.group_id, name="scifact", kind="markdown",
-            config={"root": str(folder)}, trust_tier=1,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=workspace.group_id)
+    workspace, principal = bench_workspace("Index Org", "Index WS")
+    source_id = markdown_source(principal, workspace.group_id, folder, name="scifact")
+    report = ingest_now(source_id=source_id, group_id=workspace.group_id)
     if report.error or report.failed:
         raise SystemExit(f"ingestion failed: {report}")
     return workspace.group_id

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import ROOT, setup_django, timed
+from bench.common import ROOT, bench_workspace, markdown_source, setup_django, timed
 
 SCIFACT = ROOT.parent / "shared" / "eval" / "scifact" / "corpus.jsonl"
 TEAMS = ["Payments", "Platform", "Search", "Identity", "Data", "Mobile", "Billing", "Ledger"]
@@ -63,27 +63,17 @@ def main() -> int:
 
     from curation.domain.tiers import ClaimStatus
     from curation.models import Claim, Episode, Source
-    from curation.services.sources import source_create
     from curation.tasks import ingest_now
     from tenants import rls
-    from tenants.domain.scopes import ScopeKind
-    from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
 
     # Outside any git work tree, so the connector reads the folder by mtime.
     corpus = Path(tempfile.gettempdir()) / "vera-bench-docs"
     total = write_corpus(corpus, docs=args.docs, scifact_only=args.scifact_only)
-    org = scope_create(kind=ScopeKind.ORGANISATION, name="Bench Org")
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Bench WS", parent_id=org.pk)
-    principal = principal_system("bench", group_ids=[workspace.group_id])
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=workspace.group_id, name="bench-docs", kind="markdown",
-            config={"root": str(corpus)}, trust_tier=1,
-        )  # fmt: skip
+    workspace, principal = bench_workspace("Bench Org", "Bench WS")
+    source_id = markdown_source(principal, workspace.group_id, corpus, name="bench-docs")
 
     with timed() as cold:
-        first = ingest_now(source_id=source.pk, group_id=workspace.group_id)
+        first = ingest_now(source_id=source_id, group_id=workspace.group_id)
     claims = sum(first.claims.values())
     print(f"documents        {total}")
     print(f"cold run         {cold[0]:.1f} s  {first.new / cold[0]:.1f} documents/s  "
@@ -92,10 +82,10 @@ def main() -> int:
     print(f"claims by status {dict(first.claims)}")
 
     with rls.tenant_context(principal):
-        Source.objects.filter(pk=source.pk).update(cursor=None)  # force a full re-read
+        Source.objects.filter(pk=source_id).update(cursor=None)  # force a full re-read
         before = (Episode.objects.count(), Claim.objects.count())
     with timed() as warm:
-        second = ingest_now(source_id=source.pk, group_id=workspace.group_id)
+        second = ingest_now(source_id=source_id, group_id=workspace.group_id)
     with rls.tenant_context(principal):
         after = (Episode.objects.count(), Claim.objects.count())
         uncited = Episode.objects.filter(claims_count=0).count()

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import child_process, setup_django
+from bench.common import bench_workspace, child_process, markdown_source, setup_django
 from bench.ingest import write_corpus
 
 
@@ -67,33 +67,20 @@ def main() -> int:
 
     from curation.domain.outbox import Consumer, Priority
     from curation.domain.tiers import ClaimStatus
-    from curation.models import Claim, OutboxJob
+    from curation.models import Claim, Episode, OutboxJob
     from curation.services import review
-    from curation.services.sources import source_create
     from curation.tasks import ingest_now, ingest_source
     from retrieval.models import SearchDocument
     from tenants import rls
-    from tenants.domain.scopes import ScopeKind
-    from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
 
     work = Path(tempfile.gettempdir()) / "vera-bench-lanes"
     corpus, runbooks = work / "docs", work / "runbooks"
     total = write_corpus(corpus, docs=args.docs, scifact_only=True)
     _review_docs(runbooks, args.approvals)
-    org = scope_create(kind=ScopeKind.ORGANISATION, name="Lanes Org")
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Lanes WS", parent_id=org.pk)
-    principal = principal_system("bench", group_ids=[workspace.group_id])
-    with rls.tenant_context(principal):
-        bulk = source_create(
-            actor=principal, group_id=workspace.group_id, name="scifact", kind="markdown",
-            config={"root": str(corpus)}, trust_tier=1,
-        )  # fmt: skip
-        tier3 = source_create(
-            actor=principal, group_id=workspace.group_id, name="runbooks", kind="markdown",
-            config={"root": str(runbooks)}, trust_tier=3,
-        )  # fmt: skip
-    ingest_now(source_id=tier3.pk, group_id=workspace.group_id)
+    workspace, principal = bench_workspace("Lanes Org", "Lanes WS")
+    bulk = markdown_source(principal, workspace.group_id, corpus, name="scifact")
+    tier3 = markdown_source(principal, workspace.group_id, runbooks, name="runbooks", tier=3)
+    ingest_now(source_id=tier3, group_id=workspace.group_id)
     with rls.tenant_context(principal):
         pending = list(
             Claim.objects.filter(status=ClaimStatus.PENDING_REVIEW, predicate="RUNS_ON")
@@ -122,7 +109,7 @@ def main() -> int:
             [*celery, "beat", "-l", "info", "-s", str(work / "beat-schedule")], env,
             logs / "beat.log",
         ))  # fmt: skip
-        ingest_source.delay(source_id=bulk.pk, group_id=workspace.group_id)
+        ingest_source.delay(source_id=bulk, group_id=workspace.group_id)
         started = time.monotonic()
         time.sleep(args.every * 2)  # let the bulk lanes fill up first
         for claim_id, version in pending[: args.approvals]:
@@ -147,7 +134,7 @@ def main() -> int:
             time.sleep(max(0.0, args.every - latency))
         elapsed = time.monotonic() - started
         with rls.tenant_context(principal):
-            episodes = bulk.episodes.count()
+            episodes = Episode.objects.filter(source_id=bulk).count()
             done = dict(
                 OutboxJob.objects.filter(status="done", priority=Priority.BULK)
                 .values("consumer")

@@ -44,7 +44,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from bench.common import ROOT, setup_django
+from bench.common import ROOT, bench_workspace, drain_outbox, markdown_source, setup_django
 from bench.search import documents, ndcg_at_10
 
 EVAL = ROOT.parent / "shared" / "eval"
@@ -106,15 +106,12 @@ def _queries(folder: str, qrels_file: str, limit: int) -> tuple[list[dict], dict
 
 def _workspace(dataset: str, *, reindex: bool) -> tuple[str, float]:
     """The workspace holding `dataset`, ingested when missing, else re-indexed if asked."""
-    from curation.services.sources import source_create
-    from curation.tasks import ingest_now, process_outbox
+    from curation.tasks import ingest_now
     from retrieval import bootstrap
     from retrieval.services.index import index_rebuild
     from tenants import rls
-    from tenants.domain.scopes import ScopeKind
     from tenants.models import Scope
     from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
 
     name = f"lexical/{dataset}"
     started = time.perf_counter()
@@ -128,19 +125,10 @@ def _workspace(dataset: str, *, reindex: bool) -> tuple[str, float]:
     folder.mkdir(exist_ok=True)
     for doc_id, (title, text) in _corpus(DATASETS[dataset][0]).items():
         (folder / f"{doc_id}.md").write_text(f"# {title}\n\n{text}\n", encoding="utf-8")
-    org = Scope.objects.filter(name="Lexical Org").first() or scope_create(
-        kind=ScopeKind.ORGANISATION, name="Lexical Org"
-    )
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name=name, parent_id=org.pk)
-    principal = principal_system("bench", group_ids=[workspace.group_id])
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=workspace.group_id, name=name, kind="markdown",
-            config={"root": str(folder)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=workspace.group_id)
-    while process_outbox():
-        pass
+    workspace, principal = bench_workspace("Lexical Org", name)
+    source_id = markdown_source(principal, workspace.group_id, folder, name=name)
+    ingest_now(source_id=source_id, group_id=workspace.group_id)
+    drain_outbox()
     return workspace.group_id, time.perf_counter() - started
 
 

@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.common import setup_django, timed
+from bench.common import bench_workspace, drain_outbox, markdown_source, setup_django, timed
 
 if TYPE_CHECKING:
     from retrieval.models import Snapshot
@@ -99,31 +99,20 @@ def main() -> int:
     from curation import bootstrap
     from curation.models import Claim
     from curation.services.retraction import source_retract
-    from curation.services.sources import source_create
-    from curation.tasks import ingest_now, process_outbox
+    from curation.tasks import ingest_now
     from retrieval import bootstrap as retrieval_bootstrap
     from retrieval.domain.query import Query
     from tenants import rls
-    from tenants.domain.scopes import ScopeKind
-    from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
 
     bootstrap.providers().graph().clear()
     folder = Path(tempfile.mkdtemp(prefix="vera-bench-retraction-"))
     services = _documents(folder, args.claims)
-    org = scope_create(kind=ScopeKind.ORGANISATION, name="Retraction Org")
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Retraction WS", parent_id=org.pk)
+    workspace, principal = bench_workspace("Retraction Org", "Retraction WS")
     group_id = workspace.group_id
-    principal = principal_system("bench", group_ids=[group_id])
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=group_id, name="services", kind="markdown",
-            config={"root": str(folder)}, trust_tier=1,
-        )  # fmt: skip
+    source_id = markdown_source(principal, group_id, folder, name="services")
     with timed() as took:
-        report = ingest_now(source_id=source.pk, group_id=group_id)
-        while process_outbox():
-            pass
+        report = ingest_now(source_id=source_id, group_id=group_id)
+        drain_outbox()
     with rls.tenant_context(principal):
         published = Claim.objects.filter(status="published").count()
     print(f"ingested          {published} published claims in {took[0]:.1f} s ({report})")
@@ -171,7 +160,7 @@ def main() -> int:
     print(f"live search       {took[0] / len(sample) * 1000:.1f} ms a query on average")
     print(f"snapshot          finds {found_in_snapshot()} of {len(sample)}")
     with timed() as took, rls.tenant_context(principal):
-        done = source_retract(actor=principal, source_id=source.pk, reason="bench")
+        done = source_retract(actor=principal, source_id=source_id, reason="bench")
     print(
         f"retraction        {len(done.retracted)} claims withdrawn in {took[0]:.2f} s "
         f"(one transaction, outbox jobs included)"
@@ -181,8 +170,7 @@ def main() -> int:
 
         jobs = OutboxJob.objects.filter(status="pending").count()
     with timed() as took:
-        while process_outbox():
-            pass
+        drain_outbox()
     print(
         f"projection        {jobs} outbox jobs (index and graph) drained in {took[0]:.1f} s "
         f"({jobs / took[0]:.0f} jobs/s)"
@@ -200,7 +188,7 @@ def main() -> int:
     providers = bootstrap.providers()
     with timed() as took, rls.tenant_context(principal):
         tombstone = erase(
-            actor=principal, kind="source", target_id=source.pk, reason="bench",
+            actor=principal, kind="source", target_id=source_id, reason="bench",
             confirm=True, catalog=catalog,
         )  # fmt: skip
     print(f"erasure           {tombstone.counts} in {took[0]:.2f} s (Postgres, one transaction)")

@@ -25,7 +25,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.common import ROOT, setup_django
+from bench.common import ROOT, bench_workspace, drain_outbox, markdown_source, setup_django
 
 EVAL = ROOT.parent / "shared" / "eval" / "scifact"
 
@@ -56,12 +56,7 @@ def documents(claim_ids: list[int], doc_of: dict[int, str]) -> list[str]:
 
 def ingest_scifact() -> tuple[str, float]:
     """Ingest the corpus as one tier-1 Markdown source and index it; returns the group id."""
-    from curation.services.sources import source_create
-    from curation.tasks import ingest_now, process_outbox
-    from tenants import rls
-    from tenants.domain.scopes import ScopeKind
-    from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
+    from curation.tasks import ingest_now
 
     folder = Path(tempfile.gettempdir()) / "vera-scifact"
     folder.mkdir(exist_ok=True)
@@ -69,18 +64,11 @@ def ingest_scifact() -> tuple[str, float]:
         for line in handle:
             row = json.loads(line)
             (folder / f"{row['_id']}.md").write_text(f"# {row['title']}\n\n{row['text']}\n")
-    org = scope_create(kind=ScopeKind.ORGANISATION, name="SciFact Org")
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name="SciFact", parent_id=org.pk)
-    principal = principal_system("bench", group_ids=[workspace.group_id])
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=workspace.group_id, name="scifact", kind="markdown",
-            config={"root": str(folder)}, trust_tier=1,
-        )  # fmt: skip
+    workspace, principal = bench_workspace("SciFact Org", "SciFact")
+    source_id = markdown_source(principal, workspace.group_id, folder, name="scifact")
     started = time.perf_counter()
-    report = ingest_now(source_id=source.pk, group_id=workspace.group_id)
-    while process_outbox():
-        pass
+    report = ingest_now(source_id=source_id, group_id=workspace.group_id)
+    drain_outbox()
     return workspace.group_id, time.perf_counter() - started if report else 0.0
 
 

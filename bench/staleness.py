@@ -30,7 +30,13 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import lift_rate_limits, setup_django
+from bench.common import (
+    bench_workspace,
+    drain_outbox,
+    lift_rate_limits,
+    markdown_source,
+    setup_django,
+)
 from bench.search_latency import http_server, nearest_rank
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -86,26 +92,16 @@ def main() -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     from curation.models import Claim
     from curation.services.retraction import claim_retract
-    from curation.services.sources import source_create
-    from curation.tasks import ingest_now, process_outbox
+    from curation.tasks import ingest_now
     from tenants import rls
-    from tenants.domain.scopes import ScopeKind
-    from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
 
     folder = Path(tempfile.mkdtemp(prefix="vera-bench-staleness-"))
-    org = scope_create(kind=ScopeKind.ORGANISATION, name="Staleness Org")
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Staleness WS", parent_id=org.pk)
+    workspace, principal = bench_workspace("Staleness Org", "Staleness WS")
     group_id = workspace.group_id
-    principal = principal_system("bench", group_ids=[group_id])
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=group_id, name="services", kind="markdown",
-            config={"root": str(folder)}, trust_tier=1,
-        )  # fmt: skip
+    source_id = markdown_source(principal, group_id, folder, name="services")
     for second in (False, True):
         _write(folder, args.facts, second=second)
-        ingest_now(source_id=source.pk, group_id=group_id)
+        ingest_now(source_id=source_id, group_id=group_id)
     with rls.tenant_context(principal):
         owners = list(
             Claim.objects.filter(predicate="OWNED_BY", status="published")
@@ -114,8 +110,7 @@ def main() -> int:
         )
         for claim_id in owners[::10]:
             claim_retract(actor=principal, claim_id=claim_id, reason="bench: wrong owner")
-    while process_outbox():
-        pass
+    drain_outbox()
     with rls.tenant_context(principal):
         status = dict(Claim.objects.values_list("pk", "status"))
         first = {

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import child_process, setup_django
+from bench.common import bench_workspace, child_process, markdown_source, setup_django
 from bench.ingest import write_corpus
 
 BROKER_DB = 10  # apart from the test suite's and bench.lanes' (7) Redis databases
@@ -110,24 +110,14 @@ def _isolated_redis() -> None:
 def _ingest(docs: int) -> tuple[str, int]:
     """Ingest `docs` abstracts in this process; returns the group id and its claims."""
     from curation.models import Claim
-    from curation.services.sources import source_create
     from curation.tasks import ingest_now
     from tenants import rls
-    from tenants.domain.scopes import ScopeKind
-    from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
 
     corpus = Path(tempfile.gettempdir()) / "vera-bench-worker-memory" / "docs"
     write_corpus(corpus, docs=docs, scifact_only=True)
-    org = scope_create(kind=ScopeKind.ORGANISATION, name="Load Org")
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Load WS", parent_id=org.pk)
-    principal = principal_system("bench", group_ids=[workspace.group_id])
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=workspace.group_id, name="scifact", kind="markdown",
-            config={"root": str(corpus)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=workspace.group_id)
+    workspace, principal = bench_workspace("Load Org", "Load WS")
+    source_id = markdown_source(principal, workspace.group_id, corpus, name="scifact")
+    ingest_now(source_id=source_id, group_id=workspace.group_id)
     with rls.tenant_context(principal):
         return workspace.group_id, Claim.objects.count()
 

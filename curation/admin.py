@@ -29,12 +29,14 @@ from curation.models import (
     OutboxJob,
     OutboxPause,
     Predicate,
+    Reprocessing,
     Source,
 )
 from curation.services import review
 from curation.services.entities import alias_unlink, entity_unmerge
 from curation.services.ontology import ontology_predicate_reset, ontology_predicate_set
 from curation.services.outbox import outbox_backlog, outbox_retry
+from curation.services.reprocess import ReprocessRefused
 from curation.services.retraction import (
     Retraction,
     RetractionRefused,
@@ -43,6 +45,7 @@ from curation.services.retraction import (
     source_retract,
 )
 from curation.services.sources import source_create, source_update
+from curation.tasks import reprocess_enqueue
 from tenants.admin import WrittenByServices, apply_each
 from tenants.domain.access import ANONYMOUS, Principal
 from tenants.domain.scopes import Role
@@ -142,13 +145,31 @@ class SourceAdmin(admin.ModelAdmin[Source]):
                     "last_run_status"]  # fmt: skip
     list_filter = ["kind", "trust_tier", "enabled", "last_run_status"]
     search_fields = ["name", "group_id"]
-    actions = ["retract_selected"]
+    actions = ["retract_selected", "reprocess_selected"]
 
     @admin.action(description="Retract the selected sources (asks why)")
     def retract_selected(
         self, request: HttpRequest, queryset: QuerySet[Source]
     ) -> TemplateResponse | None:
         return _retract_selected(self, request, queryset, source_retract, "source_id")
+
+    @admin.action(description="Reprocess with today's extractors")
+    def reprocess_selected(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        """Start a run per source (its scope's admins; a worker does the reading), or
+        name the run already going; follow them under Reprocessings."""
+        actor = request_principal(request)
+        for source in queryset.order_by("pk"):
+            try:
+                run, started = reprocess_enqueue(actor=actor, source=source)
+            except (ReprocessRefused, PermissionDenied) as error:
+                self.message_user(request, f"{source.name}: {error}", messages.WARNING)
+                continue
+            what = "started" if started else "already going"
+            self.message_user(
+                request, f"{source.name}: reprocessing run #{run.pk} {what}, "
+                f"{run.counts.get('documents', 0)} of {run.total} documents read.",
+                messages.SUCCESS,
+            )  # fmt: skip
 
     def get_fields(self, request: HttpRequest, obj: Source | None = None) -> tuple[str, ...]:
         return SOURCE_NEW if obj is None else (*SOURCE_SETTINGS, *SOURCE_STATE)
@@ -371,6 +392,39 @@ class MergeCandidateAdmin(WrittenByServices, admin.ModelAdmin[MergeCandidate]):
     @admin.action(description="Keep the selected pairs apart (they are different things)")
     def keep_apart_selected(self, request: HttpRequest, queryset: QuerySet[MergeCandidate]) -> None:
         self._decide(request, queryset, merge=False)
+
+
+@admin.register(Reprocessing)
+class ReprocessingAdmin(WrittenByServices, admin.ModelAdmin[Reprocessing]):
+    """Reprocessing runs and how far each got; started by the Source action, the API or
+    `manage.py reprocess`, worked by a worker, never edited here."""
+
+    list_display = ["id", "source", "status", "progress", "requested_by", "started_at",
+                    "updated_at", "finished_at"]  # fmt: skip
+    list_filter = ["status"]
+    search_fields = ["source__name", "requested_by", "reason"]
+    fields = ("source", "group_id", "status", "progress", "outcome", "failures", "error",
+              "requested_by", "reason", "everything", "version", "total", "cursor",
+              "started_at", "updated_at", "finished_at")  # fmt: skip
+    readonly_fields = fields
+
+    @admin.display(description="documents read")
+    def progress(self, run: Reprocessing) -> str:
+        return f"{run.counts.get('documents', 0)} / {run.total}"
+
+    @admin.display(description="what they came to")
+    def outcome(self, run: Reprocessing) -> str:
+        counts = {k: v for k, v in run.counts.items() if k != "documents" and isinstance(v, int)}
+        return ", ".join(f"{key} {value}" for key, value in sorted(counts.items())) or "—"
+
+    @admin.display(description="documents not read again")
+    def failures(self, run: Reprocessing) -> str:
+        return (
+            format_html_join(
+                "", "<div>{}: {}</div>", (tuple(each) for each in run.counts.get("failures", []))
+            )
+            or "—"
+        )
 
 
 @admin.register(OutboxPause)

@@ -14,7 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from curation.domain.outbox import Consumer
 from curation.models import OutboxJob, Source
 from curation.ports import GraphProjection, ObjectStore
-from curation.services.ingest import IngestAdapters
+from curation.services.ingest import IngestAdapters, ReadAdapters
 from curation.services.outbox import BatchHandler, Handler
 
 
@@ -23,6 +23,10 @@ class Providers(Protocol):
 
     def ingest_adapters_for(self, source: Source) -> IngestAdapters:
         """The connector, extractors and stores for one source; ValueError if misconfigured."""
+        ...
+
+    def read_adapters_for(self, source: Source) -> ReadAdapters:
+        """What re-reading the source's stored records needs (no connector, no secret)."""
         ...
 
     def graph(self) -> GraphProjection: ...

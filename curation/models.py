@@ -94,7 +94,7 @@ class EpisodeStatus(models.TextChoices):
 
 EPISODE_CONTENT_FIELDS = (
     "source", "external_id", "url", "title", "content_hash", "object_key", "mime",
-    "size", "fetched_at", "group_id",
+    "size", "fetched_at", "group_id", "record_fields", "record_updated_at",
 )  # fmt: skip
 
 
@@ -111,9 +111,16 @@ class Episode(models.Model):
     mime = models.CharField(max_length=100, blank=True)
     size = models.PositiveBigIntegerField(default=0)
     fetched_at = models.DateTimeField()
+    # The rest of the record as fetched, kept so it can be read again (reprocessing): its
+    # structured fields (CMDB, Jira) and when the source says it was last updated.
+    record_fields = models.JSONField(default=dict, blank=True)
+    record_updated_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=20, choices=EpisodeStatus.choices)
     failure_reason = models.TextField(blank=True)
     claims_count = models.PositiveIntegerField(default=0)
+    # What read it (`curation.ports.Extractor.version` of the source's extractors);
+    # "" when it was stored before versions were recorded.
+    extractor_version = models.CharField(max_length=500, blank=True)
 
     class Meta:
         constraints = [
@@ -275,6 +282,9 @@ class Claim(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     reviewed_at = models.DateTimeField(null=True, blank=True)
+    # Why a reviewer should look at this published claim again ("" when nothing asks):
+    # set when reprocessing no longer finds a reviewed claim in its document.
+    recheck = models.CharField(max_length=200, blank=True)
 
     class Meta:
         constraints = [
@@ -297,10 +307,30 @@ class Claim(models.Model):
                 condition=Q(status__in=[s.value for s in ClaimStatus]), name="claim_status_known"
             ),
         ]
-        # Only the lifecycle's transitions (curation.domain.lifecycle), whoever writes.
+        # Only the lifecycle's transitions (curation.domain.lifecycle), whoever writes;
+        # and only its service writes them (curation.services.lifecycle turns the
+        # transaction-local `vera.lifecycle` on for the length of each of its calls).
         triggers = [
             pgtrigger.FSM(
                 name="claim_status_transitions", field="status", transitions=transitions()
+            ),
+            pgtrigger.Trigger(
+                name="claim_lifecycle_writer",
+                when=pgtrigger.Before,
+                operation=pgtrigger.Update,
+                condition=pgtrigger.Condition(
+                    "((OLD.status IS DISTINCT FROM NEW.status"
+                    " OR OLD.valid_from IS DISTINCT FROM NEW.valid_from"
+                    " OR OLD.valid_to IS DISTINCT FROM NEW.valid_to"
+                    " OR OLD.superseded_by_id IS DISTINCT FROM NEW.superseded_by_id"
+                    " OR OLD.version IS DISTINCT FROM NEW.version)"
+                    " AND current_setting('vera.lifecycle', true) IS DISTINCT FROM 'on')"
+                ),
+                func=(
+                    "RAISE EXCEPTION 'claim %: status, validity, supersession and version are"
+                    " written by curation.services.lifecycle only', OLD.id"
+                    " USING ERRCODE = 'restrict_violation'; RETURN NEW;"
+                ),
             ),
         ]
         indexes = [
@@ -308,6 +338,12 @@ class Claim(models.Model):
             models.Index(fields=["group_id", "status"], name="claim_group_status_idx"),
             # Review queues page through a status in recorded order; LIMIT stops early.
             models.Index(fields=["status", "recorded_at", "id"], name="claim_queue_order_idx"),
+            # The re-check queue: the few claims that ask for one, found without a scan.
+            models.Index(
+                fields=["group_id", "recorded_at", "id"],
+                condition=~Q(recheck=""),
+                name="claim_recheck_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -499,3 +535,46 @@ class OntologyRevision(models.Model):
 
     def __str__(self) -> str:
         return f"ontology v{self.version} of {self.group_id} ({self.action} {self.name})"
+
+
+class Reprocessing(models.Model):
+    """One run re-reading a source's stored documents through today's extractors.
+
+    Episodes are taken in id order; each batch commits with the run's `cursor` and
+    counts, so a crashed run resumes after its last committed batch (`reprocess`
+    continues a running run of the source), and an episode already read by the
+    current version is skipped: running again changes nothing.
+    """
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        FINISHED = "finished"
+        FAILED = "failed"
+
+    group_id = models.CharField(max_length=40)
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="reprocessings")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    requested_by = models.CharField(max_length=200)  # the actor's label
+    reason = models.CharField(max_length=200, blank=True)
+    # Read again even documents read by the current version (a rerun on purpose).
+    everything = models.BooleanField(default=False)
+    version = models.CharField(max_length=500)  # the extraction version applied
+    total = models.PositiveIntegerField(default=0)  # documents to read, counted at the start
+    cursor = models.BigIntegerField(default=0)  # the last episode id committed
+    counts = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # One running run per source: a second request joins (or resumes) it.
+            models.UniqueConstraint(
+                fields=["source"], condition=Q(status="running"), name="reprocessing_one_running"
+            ),
+        ]
+        indexes = [models.Index(fields=["group_id", "-started_at"], name="reprocessing_recent")]
+
+    def __str__(self) -> str:
+        return f"reprocessing of source {self.source_id} ({self.status})"

@@ -95,9 +95,26 @@ class Extractor(Protocol):
         """The claims found in the record; an empty list when there are none."""
         ...
 
+    @property
+    def version(self) -> str:
+        """What reads the record, exactly enough that a change shows: the rules' version,
+        the model and its prompt, the field mapping (episodes record it; reprocessing
+        finds what an older version read)."""
+        ...
+
 
 class ObjectStore(Protocol):
-    """Where raw artifact bytes live (a local folder, S3), addressed by key."""
+    """Where raw artifact bytes live (a local folder, S3), addressed by key.
+
+    A store that cannot serve a call raises ObjectStoreError (ObjectStoreUnavailable
+    when it cannot serve anyone now), never its client library's own exceptions.
+    """
+
+    # Read-only: a decorator (ResilientObjectStore) passes its inner store's through.
+    @property
+    def backend(self) -> str:
+        """Which kind of store this is ("local", "s3"), for the health check."""
+        ...
 
     def put(self, key: str, data: bytes, *, content_type: str) -> None:
         """Store bytes under key (idempotent for identical bytes)."""
@@ -108,6 +125,9 @@ class ObjectStore(Protocol):
 
     def delete(self, key: str) -> None:
         """Remove key; absent keys are fine."""
+
+    def ping(self) -> None:
+        """Raise ObjectStoreUnavailable if the store cannot take bytes now."""
 
 
 class Embedder(Protocol):
@@ -144,4 +164,16 @@ class ContradictionJudge(Protocol):
 
         Raises JudgeUnavailable when it cannot judge now, which is not a "no".
         """
+        ...
+
+
+class UsageMeter(Protocol):
+    """Counts the tokens each chat model request used and what they cost, charged to the
+    group the work is for (retrieval's meter, joined in the composition root)."""
+
+    def record_chat(
+        self, *, provider: str, model: str, input_tokens: int, output_tokens: int
+    ) -> None:
+        """One request's prompt (input) and answer (output) tokens, as the provider counted
+        them; never raises (metering must not fail the work it counts)."""
         ...

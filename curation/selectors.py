@@ -26,6 +26,7 @@ from django.db.models import (
 from django.db.models.functions import JSONObject
 
 from curation.domain.backpressure import OUTBOX_LANES, LaneLoad
+from curation.domain.errors import ObjectStoreError
 from curation.domain.highlight import Piece, card_order, highlight
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
 from curation.domain.ontology import DEFAULT_ONTOLOGY, Ontology, PredicateSense
@@ -116,9 +117,24 @@ def reviewable_groups(principal: Principal) -> list[str]:
     return principal.groups_at_least(Role.REVIEWER)
 
 
+# A re-check asks about a value that stands (published, or superseded since); a claim
+# retracted meanwhile has nothing left to ask.
+RECHECKABLE = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
+
+
+def _rechecks(groups: list[str]) -> QuerySet[Claim]:
+    """Claims of these groups that ask a reviewer to look again (`Claim.recheck`)."""
+    return Claim.objects.filter(group_id__in=groups, status__in=RECHECKABLE).exclude(recheck="")
+
+
 def _waiting(*, principal: Principal, status: str, filters: dict[str, str]) -> QuerySet[Claim]:
     """Claims waiting in one queue that the principal may decide, filtered."""
     queryset = Claim.objects.filter(group_id__in=reviewable_groups(principal), status=status)
+    return _filtered(queryset, filters)
+
+
+def _filtered(queryset: QuerySet[Claim], filters: dict[str, str]) -> QuerySet[Claim]:
+    """A queue's claims through its filters (source, predicate, subject, tier)."""
     if filters.get("source"):
         queryset = queryset.filter(source_id=filters["source"])
     if filters.get("predicate"):
@@ -134,9 +150,21 @@ def review_queue(
     *, principal: Principal, status: str, filters: dict[str, str], sort: str = "oldest"
 ) -> QuerySet[Claim]:
     """Claims waiting in one queue, with what a row shows loaded up front (bounded queries)."""
+    return _rows(_waiting(principal=principal, status=status, filters=filters), sort)
+
+
+def recheck_queue(
+    *, principal: Principal, filters: dict[str, str], sort: str = "oldest"
+) -> QuerySet[Claim]:
+    """Reviewed claims that reprocessing no longer found in their document, each with why
+    (`recheck`): a reviewer keeps or retracts each one."""
+    return _rows(_filtered(_rechecks(reviewable_groups(principal)), filters), sort)
+
+
+def _rows(claims: QuerySet[Claim], sort: str) -> QuerySet[Claim]:
+    """A queue's claims with what a row shows loaded up front (bounded queries), sorted."""
     return (
-        _waiting(principal=principal, status=status, filters=filters)
-        .select_related("subject", "object_entity", "source")
+        claims.select_related("subject", "object_entity", "source")
         .prefetch_related(
             Prefetch("evidence", queryset=Evidence.objects.select_related("episode").order_by("pk"))
         )
@@ -178,7 +206,7 @@ class DocumentCard:
 
     episode: Episode
     claims: list[Claim]
-    pieces: list[Piece]  # empty when the text cannot be read (erased, or never stored)
+    pieces: list[Piece]  # empty when the text cannot be read (erased, never stored, store down)
 
 
 def _text(store: ObjectStore, episode: Episode) -> str:
@@ -187,6 +215,9 @@ def _text(store: ObjectStore, episode: Episode) -> str:
     try:
         return store.get(episode.object_key).decode("utf-8", errors="replace")
     except KeyError:  # erased: the card still lists the claims
+        return ""
+    except ObjectStoreError as error:  # the store is down: review goes on without the text
+        logger.warning("episode %s text unavailable: %s", episode.pk, error)
         return ""
 
 
@@ -270,11 +301,13 @@ def queue_counts(principal: Principal) -> dict[str, int]:
     claims = Claim.objects.filter(group_id__in=groups).aggregate(
         claims=Count("pk", filter=Q(status=ClaimStatus.PENDING_REVIEW)),
         proposals=Count("pk", filter=Q(status=ClaimStatus.PROPOSED)),
+        rechecks=Count("pk", filter=Q(status__in=RECHECKABLE) & ~Q(recheck="")),
     )
     merges = MergeCandidate.objects.filter(
         group_id__in=groups, status=MergeCandidate.Status.OPEN
     ).count()
-    return {"claims": claims["claims"], "proposals": claims["proposals"], "merges": merges}
+    return {"claims": claims["claims"], "proposals": claims["proposals"],
+            "rechecks": claims["rechecks"], "merges": merges}  # fmt: skip
 
 
 def merge_queue(*, principal: Principal) -> QuerySet[MergeCandidate]:
@@ -287,11 +320,16 @@ def merge_queue(*, principal: Principal) -> QuerySet[MergeCandidate]:
     )
 
 
-def queue_filter_options(principal: Principal) -> dict[str, list[object]]:
-    """Sources and predicates present in the principal's queues, for the filter form."""
+def queue_filter_options(principal: Principal, *, queue: str = "claims") -> dict[str, list[object]]:
+    """Sources and predicates present in the principal's queues (the re-checks' own for
+    that queue), for the filter form."""
     groups = reviewable_groups(principal)
-    waiting = Claim.objects.filter(
-        group_id__in=groups, status__in=[ClaimStatus.PENDING_REVIEW, ClaimStatus.PROPOSED]
+    waiting = (
+        _rechecks(groups)
+        if queue == "rechecks"
+        else Claim.objects.filter(
+            group_id__in=groups, status__in=[ClaimStatus.PENDING_REVIEW, ClaimStatus.PROPOSED]
+        )
     )
     return {
         "sources": list(

@@ -8,18 +8,21 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 from opentelemetry import trace
 
 from curation import bootstrap
 from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
 from curation.domain.sources import AGENT_KIND
-from curation.models import Source
+from curation.models import Reprocessing, Source
 from curation.selectors import outbox_due_groups, sources_due
 from curation.services.backpressure import ingest_pressure
 from curation.services.ingest import IngestReport, source_ingest, source_run_finished
 from curation.services.outbox import BATCH_WRITE, outbox_process
+from curation.services.reprocess import BATCH, BatchCallback, reprocess_run, reprocess_start
 from tenants import rls
+from tenants.domain.access import Principal
 from tenants.selectors import principal_system
 from tenants.tasks import task
 
@@ -96,6 +99,52 @@ def ingest_source(*, source_id: int, group_id: str) -> dict[str, object]:
         "claims": dict(report.claims),
         "error": report.error,
     }
+
+
+def reprocess_now(
+    *, run_id: int, group_id: str, on_batch: BatchCallback | None = None, batch: int = BATCH
+) -> Reprocessing:
+    """Work one reprocessing run to its end in this process (the task body, also used by
+    `reprocess`), reading through the source's extractors of today."""
+    principal = principal_system("reprocess", group_ids=[group_id])
+    with rls.tenant_context(principal):
+        run = Reprocessing.objects.select_related("source").get(pk=run_id)
+        adapters = bootstrap.providers().read_adapters_for(run.source)
+    # Outside the context: each batch commits in a tenant context of its own.
+    return reprocess_run(
+        run_id=run_id, actor=principal, adapters=adapters, batch=batch, on_batch=on_batch
+    )
+
+
+@task(name="curation.reprocess_source", acks_late=True)
+def reprocess_source(*, run_id: int, group_id: str) -> dict[str, object]:
+    """Work a reprocessing run (started by the API or the admin); a redelivered task
+    resumes it from its last committed batch."""
+    run = reprocess_now(run_id=run_id, group_id=group_id)
+    return {"status": run.status, "counts": run.counts, "error": run.error}
+
+
+def reprocess_enqueue(
+    *, actor: Principal, source: Source, everything: bool = False, reason: str = ""
+) -> tuple[Reprocessing, bool]:
+    """Start reprocessing a source (`reprocess_start`: its admins) and send the run to a
+    worker once the transaction commits; or join the run already going (sent when it
+    started). True when this call started the run. The API and the admin start runs here.
+    """
+    going = (
+        Reprocessing.objects.filter(source=source, status=Reprocessing.Status.RUNNING)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    run = reprocess_start(
+        actor=actor, source_id=source.pk, adapters=bootstrap.providers().read_adapters_for(source),
+        everything=everything, reason=reason,
+    )  # fmt: skip
+    if run.pk == going:
+        return run, False
+    run_id, group_id = run.pk, run.group_id
+    transaction.on_commit(lambda: reprocess_source.delay(run_id=run_id, group_id=group_id))
+    return run, True
 
 
 @task(name="curation.schedule_sources")

@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from devtools.common import (
@@ -108,6 +109,12 @@ def run(profile: Profile) -> int:
     manage(["migrate", "--noinput"], {**owner, "DATABASE_URL": owner["DATABASE_OWNER_URL"]})
     manage(["seed_demo"], env)
     celery = [str(Path(sys.executable).parent / "celery"), "-A", "vera"]
+    # Every process below writes its metric samples to one folder, which the web's
+    # /metrics merges (compose shares a volume); a fresh one per run, so counts start at 0.
+    metrics_dir = (
+        "" if env.get("PROMETHEUS_MULTIPROC_DIR") else tempfile.mkdtemp(prefix="vera-metrics-")
+    )
+    env.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
     supervisor = Supervisor()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: supervisor.stopping.set())
@@ -125,7 +132,7 @@ def run(profile: Profile) -> int:
             )  # fmt: skip
         # The schedule is in the database (CELERY_BEAT_SCHEDULER): no schedule file.
         supervisor.spawn("beat", [*celery, "beat", "-l", "info"], env)
-        # Agents connect here (the README shows a client's configuration).
+        # Agents connect here (docs/api.md shows a client's configuration).
         supervisor.spawn(
             "mcp",
             [sys.executable, "-m", "uvicorn", "vera.mcp.asgi:app", "--host", "127.0.0.1",
@@ -137,6 +144,8 @@ def run(profile: Profile) -> int:
         return supervisor.wait()
     finally:
         supervisor.stop()
+        if metrics_dir:  # ours, not an operator's
+            shutil.rmtree(metrics_dir, ignore_errors=True)
         for service in reversed(started):
             service.stop()
 

@@ -6,7 +6,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dj_database_url
 import pytest
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
     from devtools.graph_server import GraphServer
+    from tests.support.s3_server import S3Server
     from tests.support.tenancy import Tenant
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -150,4 +151,55 @@ def graph_server(tmp_path: Path) -> Iterator[GraphServer]:
         pytest.fail(str(error))
     with override_settings(VERA_MEMORY__FALKORDB_URL=server.url):
         yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """moto's S3 API server for the whole session, reached over HTTP (never patched in)."""
+    from tests.support.s3_server import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3") / "moto.log")
+    server.start()
+    yield server
+    server.stop()
+
+
+def _object_store_at(server: S3Server, settings: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point VERA's object store at a fresh bucket of `server`; its name."""
+    import secrets
+
+    from tests.support.s3_server import CREDENTIALS
+
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no other credential source
+    bucket = f"vera-test-{secrets.token_hex(6)}"
+    server.client().create_bucket(Bucket=bucket)
+    settings.VERA_OBJECT_STORE__BACKEND = "s3"
+    settings.VERA_OBJECT_STORE__ENDPOINT_URL = server.url
+    settings.VERA_OBJECT_STORE__BUCKET = bucket
+    return bucket
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server, settings: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """VERA's object store is S3 (the session's moto server), in a bucket of the test's own."""
+    return _object_store_at(s3_server, settings, monkeypatch)
+
+
+@pytest.fixture
+def s3_outage(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """VERA's object store is an S3 server of the test's own: its `stop()` is an outage.
+
+    botocore does not retry here (VERA_OBJECT_STORE__RETRIES=0), so a refused
+    connection fails a call at once instead of after botocore's backoff.
+    """
+    from tests.support.s3_server import S3Server
+
+    server = S3Server(tmp_path / "moto.log")
+    server.start()
+    _object_store_at(server, settings, monkeypatch)
+    settings.VERA_OBJECT_STORE__RETRIES = 0
+    yield server
     server.stop()

@@ -1,4 +1,5 @@
-"""What every REST endpoint answers when the database refuses a value: a 4xx, never a 500.
+"""What every REST endpoint answers when the database refuses a value: a 4xx, never a 500
+(and a 503 when the object store is down: try again).
 
 The services check what they know to check; this is the one place that turns what
 only the database can catch (a unique constraint raced past a check, a number out of
@@ -23,6 +24,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from curation.domain.errors import ObjectStoreUnavailable
 
 # Unique constraints a client can run into, in words.
 CONFLICTS = {
@@ -59,6 +62,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(
             {"detail": "a value is out of range for what can be stored; nothing was changed"},
             status=400,
+        )
+    if isinstance(exc, ObjectStoreUnavailable):
+        transaction.set_rollback(True)
+        return Response(
+            {"detail": "the object store cannot be reached now; nothing was changed, try again"},
+            status=503,
+            headers={"Retry-After": "30"},
         )
     return drf_exception_handler(exc, context)
 

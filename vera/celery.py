@@ -89,10 +89,9 @@ def _learning_counted(*, sender: Any = None, retval: Any = None, state: str = ""
 
 def _before_exit(*, pid: int, **_: Any) -> None:
     """Drop this pool process's live gauges when it shares a PROMETHEUS_MULTIPROC_DIR."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
+    from vera import metrics
 
-        multiprocess.mark_process_dead(pid)
+    metrics.process_dead(pid)
 
 
 # Connected by a call, not as a decorator: celery ships no type hints, and an untyped

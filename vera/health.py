@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 
 from django.db import connection
 
+from curation.domain.errors import ObjectStoreError
 from curation.selectors import outbox_dead_letters
 
 from . import backpressure, metrics, wiring
@@ -34,7 +35,9 @@ def _timed(name: str, probe: Callable[[], str | None]) -> ComponentHealth:
         elapsed = (time.perf_counter() - started) * 1000
         # The public answer names the failure class only; details go to the log.
         logger.warning("health check %s failed: %r", name, error)
-        return ComponentHealth(ok=False, latency_ms=round(elapsed, 2), error=type(error).__name__)
+        # An ObjectStoreError's reason is a safe label too (an S3 code such as NoSuchBucket).
+        reason = error.reason if isinstance(error, ObjectStoreError) else type(error).__name__
+        return ComponentHealth(ok=False, latency_ms=round(elapsed, 2), error=reason)
     elapsed = (time.perf_counter() - started) * 1000
     return ComponentHealth(ok=True, latency_ms=round(elapsed, 2), backend=backend)
 
@@ -57,6 +60,12 @@ def _graph() -> str | None:
     return graph.backend
 
 
+def _object_store() -> str | None:
+    store = wiring.object_store()
+    store.ping()
+    return store.backend
+
+
 # What the web process cannot do its job without: a check of these failing is 503, so an
 # orchestrator takes the node out. Every other check failing is "degraded" (200, named,
 # with what it costs): the node still searches, reviews and takes feedback. Workers are
@@ -67,6 +76,9 @@ COST = {
     "until it is back; search, review and feedback work",
     "graph": "the graph projection falls behind (the outbox keeps its jobs) until it is "
     "back; search, review and feedback work",
+    "object_store": "ingest runs stop (each resumes from its cursor), proposals are refused, "
+    "documents show without their text and erasure cleanups wait until it is back; search, "
+    "review and feedback work",
 }
 
 
@@ -83,8 +95,10 @@ def verdict(checks: dict[str, dict[str, object]]) -> tuple[list[str], list[str]]
 
 
 def check_all() -> dict[str, dict[str, object]]:
-    """Probe Postgres, Redis and the graph; each result says ok, latency and error."""
-    checks = {"postgres": _postgres, "redis": _redis, "graph": _graph}
+    """Probe Postgres, Redis, the graph and the object store; each result says ok, latency
+    and error."""
+    checks = {"postgres": _postgres, "redis": _redis, "graph": _graph,
+              "object_store": _object_store}  # fmt: skip
     report = {}
     for name, probe in checks.items():
         result = asdict(_timed(name, probe))

@@ -1,10 +1,12 @@
 """Every Prometheus metric VERA exports, defined once, and the hooks that feed them.
 
 Labels are bounded: routes, stages, lanes, consumers, providers and models, never a
-tenant's group id (a tenant is a span attribute, vera/tracing.py). Under gunicorn each
-worker writes its samples to PROMETHEUS_MULTIPROC_DIR (gunicorn.conf.py) and `/metrics`
-merges the files, so counts add up over workers; each gauge says how its per-process
-values merge (`multiprocess_mode`).
+tenant's group id (a tenant is a span attribute, vera/tracing.py). With
+PROMETHEUS_MULTIPROC_DIR set, every process (each gunicorn worker, each Celery process,
+beat, the MCP server) writes its samples to files there and `/metrics` merges them, so
+counts add up over processes; each gauge says how its per-process values merge
+(`multiprocess_mode`). Compose shares one folder between all its containers, whose
+process ids repeat (each container counts from 1), so a file is named by host and pid.
 
 The apps below `vera` cannot import this module; the composition root (vera/wiring.py)
 hands them its hooks (`ProviderMetrics`, `usage_recorded`, `search_observed`).
@@ -12,7 +14,10 @@ hands them its hooks (`ProviderMetrics`, `usage_recorded`, `search_observed`).
 
 from __future__ import annotations
 
+import atexit
 import os
+import re
+import socket
 from collections.abc import Mapping
 from typing import Final
 
@@ -24,10 +29,33 @@ from prometheus_client import (
     Histogram,
     generate_latest,
     multiprocess,
+    values,
 )
 
 from kernel.resilience import BreakerState, CircuitBreaker
 from retrieval.adapters.embedders.metering import Usage
+
+
+def process_identifier(pid: int | None = None) -> str:
+    """The name of a process's sample files: this host's name and the pid (this process's
+    by default). No "_": the collector reads the files' names split on it."""
+    host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
+    return f"{host}-{os.getpid() if pid is None else pid}"
+
+
+def process_dead(pid: int | None = None) -> None:
+    """Drop a finished process's live gauges from the shared folder (its counts stay:
+    they happened); this process by default. Nothing to do without the folder."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.mark_process_dead(process_identifier(pid))
+
+
+# Before any metric below exists: prometheus-client names the files by pid alone, which two
+# containers sharing the folder both use. Each process also drops its live gauges when it
+# exits normally (gunicorn and Celery's pool processes are told by their parent as well).
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    values.ValueClass = values.MultiProcessValue(process_identifier=process_identifier)
+    atexit.register(process_dead)
 
 # The figures measured when scraped (lanes, dead letters): the latest measurement is the
 # truth, whichever process took it.
@@ -87,8 +115,9 @@ INGEST_CLAIMS = Counter(
 
 PROVIDER_CALLS = Counter(
     "vera_provider_calls",
-    "Requests to an embedding or reranking provider through its guard, by outcome: ok, "
-    "error (failed after the retries, or rejected), circuit_open (not attempted).",
+    "Requests to a provider (embedding, reranking, the LLM extractor and judges, the "
+    "object store) through its guard, by outcome: ok, error (failed after the retries, or "
+    "rejected), circuit_open (not attempted).",
     ["provider", "model", "outcome"],
 )
 PROVIDER_BREAKER_OPEN = Gauge(
@@ -100,13 +129,14 @@ PROVIDER_BREAKER_OPEN = Gauge(
 )
 PROVIDER_TOKENS = Counter(
     "vera_provider_tokens",
-    "Tokens billed by embedding providers (cache misses only; estimated where the "
-    "provider does not count them).",
+    "Tokens billed by providers: embeddings (cache misses only), reranking, chat models "
+    "(prompt and answer); estimated where the provider does not count them.",
     ["provider", "model"],
 )
 PROVIDER_COST = Counter(
     "vera_provider_cost_usd",
-    "What embedding provider calls cost, in USD, at the price table's rates.",
+    "What provider calls cost, in USD, at the price tables' rates (a chat model's input "
+    "and output tokens each at theirs).",
     ["provider", "model"],
 )
 
@@ -132,8 +162,9 @@ _LEARNING_TASKS = {
 def exposition() -> bytes:
     """Every process's samples in the Prometheus text format.
 
-    With PROMETHEUS_MULTIPROC_DIR set (gunicorn), the samples of all the processes that
-    wrote there are merged into a fresh registry; otherwise this process's own.
+    With PROMETHEUS_MULTIPROC_DIR set, the samples of all the processes that wrote there
+    (every process of the deployment) are merged into a fresh registry; otherwise this
+    process's own.
     """
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
@@ -149,7 +180,7 @@ def search_observed(timings: Mapping[str, float]) -> None:
 
 
 def usage_recorded(provider: str, model: str, added: Usage) -> None:
-    """Record one batch of metered embedding work (retrieval's `Meter` calls this)."""
+    """Record one batch of metered provider work (retrieval's `Meter` calls this)."""
     PROVIDER_TOKENS.labels(provider=provider, model=model).inc(added.tokens)
     PROVIDER_COST.labels(provider=provider, model=model).inc(added.cost_usd)
 

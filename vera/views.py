@@ -23,8 +23,8 @@ from .health import check_all, check_dead_letters, check_lanes, verdict
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     """503 naming Postgres when it does not answer (the node cannot do its job: take it
-    out); "degraded" (200, each reason named) when Redis or the graph does not, or an
-    outbox lane passes its threshold (the service works, late); else "ok"."""
+    out); "degraded" (200, each reason named) when Redis, the graph or the object store
+    does not, or an outbox lane passes its threshold (the service works, late); else "ok"."""
     checks = check_all()
     failing, degraded = verdict(checks)
     lanes = check_lanes() if checks["postgres"]["ok"] else {}
@@ -40,7 +40,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
     """The metrics in the Prometheus text format, for `Bearer VERA_METRICS__TOKEN`: every
-    gunicorn worker's, merged (vera/metrics.py). Off (404) without a token.
+    process's that shares PROMETHEUS_MULTIPROC_DIR (gunicorn and Celery workers, beat,
+    the MCP server), merged (vera/metrics.py). Off (404) without a token.
 
     The outbox gauges (lanes, dead letters) are measured afresh for each scrape.
     """

@@ -32,9 +32,10 @@ from curation.ports import (
     ObjectStore,
 )
 from curation.services import projection
-from curation.services.ingest import IngestAdapters
+from curation.services.ingest import IngestAdapters, ReadAdapters
 from curation.services.outbox import BatchHandler, Handler
 from curation.services.sources import source_policy, source_secret_refusal
+from retrieval.adapters.embedders.metering import Meter, Usage
 from retrieval.domain.results import Result
 from retrieval.ports import EmbedderCatalog, Reranker, Reranking, Tokenizer
 from retrieval.services.erasure import erasure_cleanup_job
@@ -120,11 +121,45 @@ def object_store() -> ObjectStore:
     if backend == "local":
         return LocalFolderObjectStore(settings.VERA_OBJECT_STORE__ROOT)
     if backend == "s3":
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=settings.VERA_OBJECT_STORE__ENDPOINT_URL or None)
-        return S3ObjectStore(bucket=settings.VERA_OBJECT_STORE__BUCKET, client=client)
+        return _s3_object_store()
     raise ImproperlyConfigured(f"VERA_OBJECT_STORE__BACKEND={backend!r}; choose local or s3.")
+
+
+def _s3_object_store() -> ObjectStore:
+    """S3 / MinIO with bounded timeouts and retries, behind the process's one breaker.
+
+    botocore retries a transient error (standard mode: throttling, 5xx, connection) up
+    to VERA_OBJECT_STORE__RETRIES times; the breaker does not retry again, so attempts
+    never multiply. Credentials come from the AWS chain (AWS_* in compose), never a row.
+    """
+    import boto3
+    from botocore.config import Config
+
+    from curation.adapters.object_store import ResilientObjectStore
+    from kernel.resilience import CircuitBreaker
+
+    connect_s = settings.VERA_OBJECT_STORE__CONNECT_TIMEOUT_S
+    read_s = settings.VERA_OBJECT_STORE__READ_TIMEOUT_S
+    retries = settings.VERA_OBJECT_STORE__RETRIES
+    if connect_s <= 0 or read_s <= 0 or retries < 0:
+        raise ImproperlyConfigured(
+            "VERA_OBJECT_STORE__CONNECT_TIMEOUT_S and __READ_TIMEOUT_S must be positive and "
+            f"__RETRIES at least 0, not {connect_s}, {read_s} and {retries}."
+        )
+    config = Config(
+        connect_timeout=connect_s,
+        read_timeout=read_s,
+        retries={"mode": "standard", "total_max_attempts": retries + 1},
+    )
+    client = boto3.client(
+        "s3", endpoint_url=settings.VERA_OBJECT_STORE__ENDPOINT_URL or None, config=config
+    )
+    return ResilientObjectStore(
+        S3ObjectStore(bucket=settings.VERA_OBJECT_STORE__BUCKET, client=client),
+        breaker=CircuitBreaker(failure_threshold=5, reset_after_s=30.0, name="object-store"),
+        retries=0,  # botocore's own, above
+        observer=metrics.ProviderMetrics(),
+    )
 
 
 def source_secret(source: Source) -> str | None:
@@ -205,7 +240,9 @@ def llm_extractor() -> Extractor:
         timeout=settings.VERA_LLM__TIMEOUT_S,
         max_retries=0,  # ResilientExtractor retries; the SDK's own would multiply them
     )
-    inner = LLMExtractor(client=client, model=settings.VERA_EXTRACTOR__LLM_MODEL)
+    inner = LLMExtractor(
+        client=client, model=settings.VERA_EXTRACTOR__LLM_MODEL, meter=provider_meter()
+    )
     return ResilientExtractor(inner, **_llm_guard("llm-extractor"))
 
 
@@ -228,9 +265,12 @@ def judges() -> tuple[EquivalenceJudge | None, ContradictionJudge | None]:
     )
     model, threshold = settings.VERA_JUDGE__LLM_MODEL, settings.VERA_JUDGE__THRESHOLD
     equivalence = LLMEquivalenceJudge(
-        client=client, model=model, threshold=threshold, cache_size=settings.VERA_JUDGE__CACHE_SIZE
+        client=client, model=model, threshold=threshold,
+        cache_size=settings.VERA_JUDGE__CACHE_SIZE, meter=provider_meter(),
+    )  # fmt: skip
+    contradiction = LLMContradictionJudge(
+        client=client, model=model, threshold=threshold, meter=provider_meter()
     )
-    contradiction = LLMContradictionJudge(client=client, model=model, threshold=threshold)
     return (
         ResilientEquivalenceJudge(equivalence, **_llm_guard("equivalence-judge")),
         ResilientContradictionJudge(contradiction, **_llm_guard("contradiction-judge")),
@@ -351,15 +391,15 @@ def _embedder(*, provider: str, role: str) -> Embedder:
     cache_redis = redis.Redis.from_url(
         settings.CACHES["default"]["LOCATION"], socket_connect_timeout=1, socket_timeout=1
     )
-    return embedders.CachedEmbedder(resilient, redis=cache_redis, meter=embedding_meter())
+    return embedders.CachedEmbedder(resilient, redis=cache_redis, meter=provider_meter())
 
 
 @functools.cache
-def embedding_meter() -> Any:
-    """Counts every embedding provider call, its tokens and its cost (cache hits cost nothing),
-    exported as `vera_provider_tokens_total` and `vera_provider_cost_usd_total` and charged
-    to the workspace the work was for (the admin's cost page, `usage_ledger`)."""
-    from retrieval.adapters.embedders import Meter, Usage
+def provider_meter() -> Meter:
+    """Counts every provider call, its tokens and its cost: embeddings (cache hits cost
+    nothing), the rerankers, the LLM extractor and judges (curation's UsageMeter); exported
+    as `vera_provider_tokens_total` and `vera_provider_cost_usd_total` and charged to the
+    workspace the work was for (the admin's cost page, `usage_ledger`)."""
 
     def recorded(provider: str, model: str, added: Usage) -> None:
         metrics.usage_recorded(provider, model, added)
@@ -418,14 +458,16 @@ def _reranker(provider: str) -> Reranker:
         client = voyageai.Client(
             api_key=required_env("VOYAGE_API_KEY"), max_retries=0, timeout=timeout
         )
-        return rerankers.VoyageReranker(client=client, model=model or "rerank-2.5")
+        return rerankers.VoyageReranker(
+            client=client, model=model or "rerank-2.5", meter=provider_meter()
+        )
     if provider == "llm":
         if not model:
             raise ImproperlyConfigured("VERA_RERANKER__PROVIDER=llm needs VERA_RERANKER__MODEL.")
         client = openai_client(
             base_url=settings.VERA_RERANKER__BASE_URL, timeout=timeout, max_retries=0
         )
-        return rerankers.LLMReranker(client=client, model=model)
+        return rerankers.LLMReranker(client=client, model=model, meter=provider_meter())
     raise ImproperlyConfigured(
         f"VERA_RERANKER__PROVIDER={provider!r}; choose {' or '.join(RERANKER_PROVIDERS)}, "
         "or leave it empty for no reranker."
@@ -522,6 +564,16 @@ class CurationProviders:
         # without a judge, the ambiguous band becomes merge candidates, never a merge.
         return IngestAdapters(
             connector=connector,
+            store=object_store(),
+            extractors=extractors_for(source),
+            embedder=embedder(),
+            equivalence=equivalence,
+            contradiction=contradiction,
+        )
+
+    def read_adapters_for(self, source: Source) -> ReadAdapters:
+        equivalence, contradiction = judges()
+        return ReadAdapters(
             store=object_store(),
             extractors=extractors_for(source),
             embedder=embedder(),

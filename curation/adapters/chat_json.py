@@ -1,12 +1,14 @@
 """What the adapters that ask an OpenAI-compatible chat model for JSON share.
 
 The judges, the LLM extractor and the LLM reranker all send one system prompt and one
-user message at temperature 0 in JSON mode, and read one JSON object back.
+user message at temperature 0 in JSON mode, and read one JSON object back; each answered
+request's tokens go to the usage meter (tokens and cost per workspace and model).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -14,8 +16,13 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
+from curation.ports import UsageMeter
+
 # Some models wrap JSON mode answers in a Markdown fence anyway.
 CODE_FENCE = re.compile(r"\A```(?:json)?\s*|\s*```\Z")
+# For a server that answers without `usage` (some OpenAI-compatible ones): the usual
+# rule of thumb for English with BPE tokenizers, as the embedding meter estimates.
+CHARS_PER_TOKEN = 4
 
 
 # Errors that say "try again later" rather than "this request is wrong"; timeouts are
@@ -37,9 +44,21 @@ def quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def complete_json(client: openai.OpenAI, *, model: str, system: str, user: str) -> ChatCompletion:
-    """One chat completion in JSON mode at temperature 0; openai errors propagate."""
-    return client.chat.completions.create(
+def complete_json(
+    client: openai.OpenAI,
+    *,
+    model: str,
+    system: str,
+    user: str,
+    meter: UsageMeter | None = None,
+    provider: str = "chat",
+) -> ChatCompletion:
+    """One chat completion in JSON mode at temperature 0; openai errors propagate.
+
+    An answer, readable or not, was billed: its tokens go to `meter` under `provider`
+    (the adapter's class, as its calls are counted) and the configured model.
+    """
+    response = client.chat.completions.create(
         model=model,
         messages=[
             {"role": "system", "content": system},
@@ -48,6 +67,33 @@ def complete_json(client: openai.OpenAI, *, model: str, system: str, user: str) 
         temperature=0,
         response_format={"type": "json_object"},
     )
+    if meter is not None:
+        input_tokens, output_tokens = _tokens(response, prompt=system + user)
+        meter.record_chat(
+            provider=provider,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
+    return response
+
+
+def _tokens(response: ChatCompletion, *, prompt: str) -> tuple[int, int]:
+    """(prompt, completion) tokens as the API counted them; estimated from characters
+    when it counted none. The answer is read as leniently as `json_answer` reads it."""
+    usage = getattr(response, "usage", None)
+    prompt_tokens = getattr(usage, "prompt_tokens", None)
+    completion_tokens = getattr(usage, "completion_tokens", None)
+    if isinstance(prompt_tokens, int) and isinstance(completion_tokens, int):
+        return prompt_tokens, completion_tokens
+    choices = getattr(response, "choices", None)
+    first = choices[0] if isinstance(choices, list) and choices else None
+    answer = getattr(getattr(first, "message", None), "content", None)
+    return _estimated(prompt), _estimated(answer if isinstance(answer, str) else "")
+
+
+def _estimated(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def json_answer(response: Any) -> Mapping[str, Any]:

@@ -26,6 +26,7 @@ from curation.adapters.chat_json import (
     quoted,
 )
 from curation.domain.names import normalize_name
+from curation.ports import UsageMeter
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class LLMEquivalenceJudge:
         model: str,
         cache_size: int = 4096,
         threshold: float = DEFAULT_THRESHOLD,
+        meter: UsageMeter | None = None,
     ) -> None:
         if cache_size < 0:
             raise ValueError("cache_size must not be negative")
@@ -90,6 +92,7 @@ class LLMEquivalenceJudge:
         self.model = model
         self.cache_size = cache_size
         self.threshold = _checked_threshold(threshold)
+        self.meter = meter
         self.calls = 0
         self.cache_hits = 0
         self._cache: OrderedDict[tuple[str, str, str], bool] = OrderedDict()
@@ -114,9 +117,7 @@ class LLMEquivalenceJudge:
             f"Entity type: {quoted(kind)}\nName 1: {quoted(name_a.strip())}\n"
             f"Name 2: {quoted(name_b.strip())}"
         )
-        verdict = _ask(
-            self.client, self.model, EQUIVALENCE_PROMPT, question, "same", self.threshold
-        )
+        verdict = _ask(self, EQUIVALENCE_PROMPT, question, "same")
         if verdict is None:
             return False  # no judgement is not cached: the next ask may get one
         with self._lock:
@@ -133,11 +134,17 @@ class LLMContradictionJudge:
     transient_errors = OPENAI_TRANSIENT_ERRORS
 
     def __init__(
-        self, *, client: openai.OpenAI, model: str, threshold: float = DEFAULT_THRESHOLD
+        self,
+        *,
+        client: openai.OpenAI,
+        model: str,
+        threshold: float = DEFAULT_THRESHOLD,
+        meter: UsageMeter | None = None,
     ) -> None:
         self.client = client
         self.model = model
         self.threshold = _checked_threshold(threshold)
+        self.meter = meter
         self.calls = 0
         self._lock = threading.Lock()
 
@@ -149,9 +156,7 @@ class LLMContradictionJudge:
         with self._lock:
             self.calls += 1
         question = f"Old fact: {quoted(old)}\nNew fact: {quoted(new)}"
-        verdict = _ask(
-            self.client, self.model, CONTRADICTION_PROMPT, question, "replaces", self.threshold
-        )
+        verdict = _ask(self, CONTRADICTION_PROMPT, question, "replaces")
         return bool(verdict)
 
 
@@ -162,16 +167,21 @@ def _checked_threshold(threshold: float) -> float:
 
 
 def _ask(
-    client: openai.OpenAI, model: str, system: str, question: str, key: str, threshold: float
+    judge: LLMEquivalenceJudge | LLMContradictionJudge, system: str, question: str, key: str
 ) -> bool | None:
-    """The model's yes/no on `key` at `threshold`; None (logged) when the answer has none.
+    """The judge's model's yes/no on `key` at its threshold; None (logged) when the answer
+    has none. The tokens of every answer go to the judge's meter.
 
     Transient errors propagate: "try again later" is not an answer.
     """
+    model = judge.model
     try:
-        response = complete_json(client, model=model, system=system, user=question)
+        response = complete_json(
+            judge.client, model=model, system=system, user=question,
+            meter=judge.meter, provider=type(judge).__name__,
+        )  # fmt: skip
         answer = json_answer(response)
-        verdict = _verdict(answer, key, threshold)
+        verdict = _verdict(answer, key, judge.threshold)
     except OPENAI_TRANSIENT_ERRORS:
         raise
     except UnreadableAnswer as error:

@@ -43,6 +43,10 @@ class ResilientExtractor(Guarded[_ModelExtractor]):
     propagate, so the run stops with the reason and resumes from its cursor later.
     """
 
+    @property
+    def version(self) -> str:
+        return self.inner.version
+
     def extract(self, record: SourceRecord, text: str) -> Sequence[ExtractedClaim]:
         return self._guarded(functools.partial(self.inner.extract, record, text))
 

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from django.db.models import QuerySet
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -35,7 +36,7 @@ from curation.domain.proposals import (
 from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import ClaimStatus
-from curation.models import Claim, Episode, Evidence, Source
+from curation.models import Claim, Episode, Evidence, Reprocessing, Source
 
 
 class SourceSerializer(serializers.ModelSerializer[Source]):
@@ -460,3 +461,81 @@ class ProposedSerializer(serializers.Serializer[Any]):
     group_id = serializers.CharField(help_text="the workspace it was proposed to")
     created = serializers.BooleanField(help_text="false: the same proposal was made before")
     message = serializers.CharField()
+
+
+# --- reprocessing ----------------------------------------------------------------------
+
+
+class ReprocessSerializer(serializers.Serializer[None]):
+    """Input of a reprocessing: both optional; by default only the documents an older
+    extraction version read are read again."""
+
+    refuses_unknown_fields = True  # see `validate`; the schema says so (vera.schema)
+
+    everything = serializers.BooleanField(
+        required=False, default=False,
+        help_text="also read the documents today's extractors read already",
+    )  # fmt: skip
+    reason = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        help_text="why (kept with the run and in the audit log)",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if unknown := sorted(set(self.initial_data) - set(self.fields)):
+            raise serializers.ValidationError(f"unknown field(s): {', '.join(unknown)}")
+        return attrs
+
+
+class ReprocessingSerializer(serializers.ModelSerializer[Reprocessing]):
+    """A reprocessing run and how far it got; `url` is where to follow it (needs the
+    request in the context)."""
+
+    documents = serializers.SerializerMethodField(help_text="documents read so far, of `total`")
+    counts = serializers.SerializerMethodField(
+        help_text="what the documents read so far came to: claims kept, new ones by status, "
+        "withdrawn, restored, to re-check, citations dropped, documents failed"
+    )
+    failures = serializers.SerializerMethodField(
+        help_text="documents that could not be read again, with why (the first 50)"
+    )
+    url = serializers.SerializerMethodField(help_text="this run's progress")
+
+    class Meta:
+        model = Reprocessing
+        fields = ["id", "group_id", "source", "status", "everything", "reason", "requested_by",
+                  "version", "total", "documents", "counts", "failures", "error", "started_at",
+                  "updated_at", "finished_at", "url"]  # fmt: skip
+
+    def get_documents(self, run: Reprocessing) -> int:
+        return int(run.counts.get("documents", 0))
+
+    @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}})
+    def get_counts(self, run: Reprocessing) -> dict[str, int]:
+        return {
+            key: value
+            for key, value in sorted(run.counts.items())
+            if key != "documents" and isinstance(value, int)
+        }
+
+    @extend_schema_field(
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"external_id": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["external_id", "reason"],
+            },
+        }
+    )
+    def get_failures(self, run: Reprocessing) -> list[dict[str, str]]:
+        return [
+            {"external_id": str(external_id), "reason": str(reason)}
+            for external_id, reason in run.counts.get("failures", [])
+        ]
+
+    @extend_schema_field({"type": "string", "format": "uri"})
+    def get_url(self, run: Reprocessing) -> str:
+        path = reverse("api-reprocessing", args=[run.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path

@@ -25,6 +25,12 @@ urlpatterns = [
         "episodes/<int:pk>/retract", views.EpisodeRetractView.as_view(), name="api-episode-retract"
     ),
     path("sources/<int:pk>/retract", views.SourceRetractView.as_view(), name="api-source-retract"),
+    path(
+        "sources/<int:pk>/reprocess",
+        views.SourceReprocessView.as_view(),
+        name="api-source-reprocess",
+    ),
+    path("reprocessings/<int:pk>", views.ReprocessingView.as_view(), name="api-reprocessing"),
     path("proposals", views.ProposalView.as_view(), name="api-proposals"),
     path("ontology", views.OntologyView.as_view(), name="api-ontology"),
     path(

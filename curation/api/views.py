@@ -1,9 +1,11 @@
 """REST endpoints: sources (admins), episodes, claims with filters, a claim's history, the
-ontology of a workspace (admins edit it), facts agents propose (contributors)."""
+ontology of a workspace (admins edit it), facts agents propose (contributors), sources read
+again through today's extractors (admins)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -25,6 +27,8 @@ from curation.api.serializers import (
     ProposedSerializer,
     ReinstatementSerializer,
     RelatedSerializer,
+    ReprocessingSerializer,
+    ReprocessSerializer,
     RetractionSerializer,
     RetractSerializer,
     SourceCreateSerializer,
@@ -45,9 +49,10 @@ from curation.domain.params import (
 )
 from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.tiers import ClaimStatus
-from curation.models import Claim, Episode, EpisodeStatus, Source
+from curation.models import Claim, Episode, EpisodeStatus, Reprocessing, Source
 from curation.services.ontology import ontology_predicate_reset, ontology_predicate_set
 from curation.services.proposals import ProposalRefused, proposal_record
+from curation.services.reprocess import ReprocessRefused
 from curation.services.retraction import (
     Retraction,
     RetractionRefused,
@@ -57,6 +62,7 @@ from curation.services.retraction import (
     source_retract,
 )
 from curation.services.sources import source_create
+from curation.tasks import reprocess_enqueue
 from tenants.api.views import principal_of
 from tenants.domain.scopes import Role
 from tenants.services.scopes import NotFound, PermissionDenied
@@ -437,3 +443,62 @@ class ProposalView(APIView):
                 "created": done.created, "message": done.message}  # fmt: skip
         code = status.HTTP_201_CREATED if done.created else status.HTTP_200_OK
         return Response(ProposedSerializer(body).data, status=code)
+
+
+# --- reprocessing ----------------------------------------------------------------------
+
+REPROCESSING_RESPONSES = {
+    403: OpenApiResponse(description="not an admin of the source's scope"),
+    404: OpenApiResponse(description="nothing with this id visible to the caller"),
+}
+
+
+def _run_body(request: Request, run: Reprocessing) -> dict[str, Any]:
+    return dict(ReprocessingSerializer(run, context={"request": request}).data)
+
+
+class SourceReprocessView(APIView):
+    """Read a source's stored documents again through today's extractors (admins of its
+    scope): only those an older extraction version read, or all with `everything`. The
+    run works in the background; follow it at its `url`. A run of the source already
+    going is answered instead (200): one runs at a time."""
+
+    @extend_schema(
+        request=ReprocessSerializer,
+        responses={
+            202: OpenApiResponse(ReprocessingSerializer, description="started, and queued"),
+            200: OpenApiResponse(ReprocessingSerializer, description="the run already going"),
+            400: OpenApiResponse(description="bad input, or a source that cannot be read again"),
+            **REPROCESSING_RESPONSES,
+        },
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        form = ReprocessSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        source = Source.objects.filter(pk=pk).first() if pk <= MAX_ID else None  # RLS: others'
+        if source is None:
+            raise exceptions.NotFound("No such source.")
+        try:
+            run, started = reprocess_enqueue(
+                actor=principal_of(request), source=source, **form.validated_data
+            )
+        except PermissionDenied as error:  # an organisation's, read through its claims, too
+            raise exceptions.PermissionDenied(str(error)) from None
+        except ReprocessRefused as error:
+            raise exceptions.ValidationError({"detail": str(error)}) from None
+        code = status.HTTP_202_ACCEPTED if started else status.HTTP_200_OK
+        return Response(_run_body(request, run), status=code)
+
+
+class ReprocessingView(APIView):
+    """A reprocessing run: how many documents it has read of its total, what they came to
+    (claims kept, new, withdrawn, to re-check), and whether it finished or failed (why)."""
+
+    @extend_schema(responses={200: ReprocessingSerializer, **REPROCESSING_RESPONSES})
+    def get(self, request: Request, pk: int) -> Response:
+        run = Reprocessing.objects.filter(pk=pk).first() if pk <= MAX_ID else None  # RLS
+        if run is None:
+            raise exceptions.NotFound("No such reprocessing.")
+        if not principal_of(request).can(Role.ADMIN, run.group_id):
+            raise exceptions.PermissionDenied("a reprocessing is followed by its scope's admins")
+        return Response(_run_body(request, run))

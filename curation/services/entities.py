@@ -31,7 +31,7 @@ from curation.domain.names import (
     spelling_conflict,
     word_order_conflict,
 )
-from curation.domain.outbox import PROJECT_CLAIM, Priority
+from curation.domain.outbox import Priority
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, EntityAlias, MergeCandidate
 from curation.ports import Embedder, EquivalenceJudge
@@ -43,7 +43,7 @@ from curation.services.identities import (
     identity_attach,
     identity_entity,
 )
-from curation.services.outbox import outbox_enqueue
+from curation.services.lifecycle import claims_project
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
@@ -375,7 +375,7 @@ def _reproject(entity: Entity, *, priority: Priority) -> int:
     the name they should show changed, so each claim is projected again from its row.
     """
     members = _absorbed(entity)
-    claim_ids = (
+    claim_ids = list(
         Claim.objects.filter(
             Q(subject_id__in=members) | Q(object_entity_id__in=members),
             status=ClaimStatus.PUBLISHED,
@@ -383,16 +383,8 @@ def _reproject(entity: Entity, *, priority: Priority) -> int:
         .order_by("pk")
         .values_list("pk", flat=True)
     )
-    count = 0
-    for claim_id in claim_ids:
-        outbox_enqueue(
-            group_id=entity.group_id,
-            kind=PROJECT_CLAIM,
-            payload={"claim_id": claim_id},
-            priority=priority,
-        )
-        count += 1
-    return count
+    claims_project(entity.group_id, claim_ids, priority=priority)
+    return len(claim_ids)
 
 
 @transaction.atomic

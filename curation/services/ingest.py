@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from django.db import DataError, IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 from opentelemetry import trace
 
 from curation.domain.errors import ConnectorError
+from curation.domain.extraction.base import extraction_version
 from curation.domain.extraction.structured import structured_subject
 from curation.domain.names import normalize_name
-from curation.domain.outbox import PROJECT_CLAIM
 from curation.domain.records import ExtractedClaim, FetchPage, RecordFailure, SourceRecord
 from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import ClaimStatus, Decision, Tier, decide
@@ -42,7 +44,7 @@ from curation.ports import (
 from curation.services.claims import NewClaim, claim_record
 from curation.services.entities import entity_resolve
 from curation.services.identities import Identity
-from curation.services.outbox import outbox_enqueue
+from curation.services.lifecycle import claims_supersede
 from tenants import rls
 from tenants.domain.access import Principal
 
@@ -50,16 +52,24 @@ logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer(__name__)
 
 
-@dataclass(frozen=True)
-class IngestAdapters:
-    """The adapters one ingestion run uses (built by the composition root)."""
+@dataclass(frozen=True, kw_only=True)
+class ReadAdapters:
+    """What reading a stored record into claims uses: its bytes' store, the source's
+    extractors, the entity resolution's embedder and the judges (built by the
+    composition root; reprocessing needs no more)."""
 
-    connector: Connector
     store: ObjectStore
     extractors: Sequence[Extractor]
     embedder: Embedder | None = None
     equivalence: EquivalenceJudge | None = None
     contradiction: ContradictionJudge | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestAdapters(ReadAdapters):
+    """The adapters one ingestion run uses: reading, and the source's connector."""
+
+    connector: Connector
 
 
 class EntityCache(dict[tuple[str, str, str, str], Entity]):
@@ -119,6 +129,12 @@ class RecordRejected(Exception):
     """A record that cannot become claims (bad encoding, extractor refusal)."""
 
 
+def json_safe(fields: dict[str, Any]) -> dict[str, Any]:
+    """A record's structured fields as JSON keeps them (dates and the like as text)."""
+    safe: dict[str, Any] = json.loads(json.dumps(fields, default=str))
+    return safe
+
+
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -165,7 +181,7 @@ def _own_item(source: Source, record: SourceRecord) -> _OwnItem | None:
 def _resolve(
     source: Source,
     claim: ExtractedClaim,
-    adapters: IngestAdapters,
+    adapters: ReadAdapters,
     cache: EntityCache,
     own: _OwnItem | None = None,
 ) -> NewClaim:
@@ -221,27 +237,30 @@ def _supersede_previous_revision(source: Source, episode: Episode) -> None:
     stale = Claim.objects.filter(
         pk__in=said_before,
         status__in=[ClaimStatus.PUBLISHED, ClaimStatus.PENDING_REVIEW, ClaimStatus.PROPOSED],
-    ).order_by("pk")
-    for claim in stale.select_for_update():
-        was_published = claim.status == ClaimStatus.PUBLISHED
-        claim.status = ClaimStatus.SUPERSEDED
-        claim.status_reason = "artifact revised"
-        claim.valid_to = max(episode.fetched_at, claim.valid_from)
-        claim.version += 1
-        claim.save(update_fields=["status", "status_reason", "valid_to", "version"])
-        if was_published:
-            outbox_enqueue(
-                group_id=claim.group_id, kind=PROJECT_CLAIM, payload={"claim_id": claim.pk}
-            )
+    )
+    claims_supersede(stale, at=episode.fetched_at, reason="artifact revised")
 
 
-def _process(
+@dataclass(frozen=True)
+class Extracted:
+    """One claim extracted from a record, resolved and graded, ready to be recorded."""
+
+    new: NewClaim
+    decision: Decision
+    valid_from: dt.datetime
+    valid_to: dt.datetime | None
+
+
+def record_extract(
     source: Source,
     record: SourceRecord,
     episode: Episode,
-    adapters: IngestAdapters,
+    adapters: ReadAdapters,
     cache: EntityCache,
-) -> Counter[str]:
+) -> list[Extracted]:
+    """What today's extractors find in one record of the source, entities resolved and
+    each claim's tier decision and valid time set (ingestion and reprocessing alike).
+    RecordRejected (or an extractor's ValueError) when the record cannot give claims."""
     text = _decode(record)
     with _tracer.start_as_current_span("vera.ingest.extract"):
         extracted = [
@@ -257,33 +276,64 @@ def _process(
     valid_from = declared.valid_from or record.updated_at or episode.fetched_at
     if declared.note:
         decision = replace(decision, reason=f"{decision.reason}; {declared.note}"[:200])
-    counts: Counter[str] = Counter()
-    cited: set[int] = set()
     now = timezone.now()
     own = _own_item(source, record)
-    claims_span = _tracer.start_as_current_span(
-        "vera.ingest.claims", attributes={"vera.ingest.extracted": len(extracted)}
-    )
-    with claims_span:
-        for item in extracted:
-            since = item.valid_from or valid_from
-            until, why = _ended(item, since, now)
-            claim = claim_record(
-                source=source,
-                episode=episode,
+    found = []
+    for item in extracted:
+        since = item.valid_from or valid_from
+        until, why = _ended(item, since, now)
+        found.append(
+            Extracted(
                 new=_resolve(source, item, adapters, cache, own),
                 decision=_noted(decision, "; ".join(n for n in (item.validity_note, why) if n)),
                 valid_from=since,
                 valid_to=until,
-                judge=adapters.contradiction,
             )
-            if claim.pk in cited:
-                # Said word for word earlier in this episode (same subject, predicate and
-                # value): one claim, one citation; the repeat is counted, not lost silently.
-                counts[REPEATED] += 1
-                continue
-            cited.add(claim.pk)
-            counts[claim.status] += 1
+        )
+    return found
+
+
+def extracted_record(
+    source: Source,
+    episode: Episode,
+    found: Sequence[Extracted],
+    *,
+    judge: ContradictionJudge | None,
+    cited: set[int] | None = None,
+) -> Counter[str]:
+    """Record what was extracted from the episode (`claim_record` each); counts by the
+    status of the claims it cites, and REPEATED for what it said twice. `cited`: the
+    claims already cited (and so counted) for this episode."""
+    counts: Counter[str] = Counter()
+    cited = set() if cited is None else cited
+    for each in found:
+        claim = claim_record(
+            source=source, episode=episode, new=each.new, decision=each.decision,
+            valid_from=each.valid_from, valid_to=each.valid_to, judge=judge,
+        )  # fmt: skip
+        if claim.pk in cited:
+            # Said word for word earlier in this episode (same subject, predicate and
+            # value): one claim, one citation; the repeat is counted, not lost silently.
+            counts[REPEATED] += 1
+            continue
+        cited.add(claim.pk)
+        counts[claim.status] += 1
+    return counts
+
+
+def _process(
+    source: Source,
+    record: SourceRecord,
+    episode: Episode,
+    adapters: IngestAdapters,
+    cache: EntityCache,
+) -> Counter[str]:
+    found = record_extract(source, record, episode, adapters, cache)
+    claims_span = _tracer.start_as_current_span(
+        "vera.ingest.claims", attributes={"vera.ingest.extracted": len(found)}
+    )
+    with claims_span:
+        counts = extracted_record(source, episode, found, judge=adapters.contradiction)
     _supersede_previous_revision(source, episode)
     return counts
 
@@ -375,7 +425,10 @@ def _ingest_record(
                 mime=record.mime[:100],
                 size=len(record.content),
                 fetched_at=timezone.now(),
+                record_fields=json_safe(record.fields),
+                record_updated_at=record.updated_at,
                 status=EpisodeStatus.STORED,
+                extractor_version=extraction_version(adapters.extractors),
             )
             counts = _process(source, record, episode, adapters, report.entities)
             episode.status = EpisodeStatus.PROCESSED

@@ -16,33 +16,26 @@ its schedule, so its documents do not come back with the next run.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
-from django.db.models.functions import Greatest
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from curation.domain.outbox import PROJECT_CLAIM, Priority
+from curation.domain.outbox import Priority
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Evidence, Source
-from curation.selectors import functional_predicates
-from curation.services.claims import claim_publish
-from curation.services.outbox import outbox_enqueue_many
+from curation.services.lifecycle import (
+    RETRACTABLE,
+    claim_publish,
+    claims_project,
+    claims_retract,
+)
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
+from tenants.services.scopes import PermissionDenied, locked_for
 
-# What a retraction can withdraw: what is, was or may become valid. Rejected and
-# already retracted claims are left as they are.
-RETRACTABLE = (
-    ClaimStatus.PUBLISHED,
-    ClaimStatus.SUPERSEDED,
-    ClaimStatus.PENDING_REVIEW,
-    ClaimStatus.PROPOSED,
-)
 # Ids named in an audit event at most (the counts are always exact).
 AUDITED_IDS = 200
 
@@ -70,83 +63,23 @@ class Retraction:
         return "; ".join(parts) + "."
 
 
+REFUSAL = "retracting needs the reviewer or admin role in this scope"
+
+
 def _check(actor: Principal, group_id: str, reason: str) -> str:
     if not actor.can(Role.REVIEWER, group_id):
-        raise PermissionDenied("retracting needs the reviewer or admin role in this scope")
+        raise PermissionDenied(REFUSAL)
     reason = reason.strip()
     if not reason:
         raise RetractionRefused("say why: the reason is kept with the claims and in the audit log")
     return reason[:200]
 
 
-def _retract(claims: QuerySet[Claim], *, reason: str, now: dt.datetime) -> list[int]:
-    """Mark these claims retracted; returns their ids. Never-valid claims get an empty
-    interval (they were never true, so no `as_of` may find them)."""
-    ids = list(
-        claims.filter(status__in=RETRACTABLE)
-        .select_for_update()
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    rows = Claim.objects.filter(pk__in=ids)
-    rows.filter(status__in=[ClaimStatus.PENDING_REVIEW, ClaimStatus.PROPOSED]).update(
-        valid_to=F("valid_from")
-    )
-    # Closed now; never before it began (a fact recorded as valid from a later time).
-    rows.filter(status=ClaimStatus.PUBLISHED).update(valid_to=Greatest(Value(now), F("valid_from")))
-    rows.update(status=ClaimStatus.RETRACTED, status_reason=reason, version=F("version") + 1)
-    return ids
-
-
-def restore_superseded(retracted: list[int]) -> list[int]:
-    """Make current again what these claims (retracted, or about to be erased) had
-    superseded, unless replaced since; returns the claims restored."""
-    restored: list[int] = []
-    functional = functional_predicates()
-    superseded = (
-        Claim.objects.select_for_update()
-        .filter(superseded_by_id__in=retracted, status=ClaimStatus.SUPERSEDED)
-        .order_by("-valid_from", "-pk")
-    )
-    for old in superseded:
-        # The given claims are no rivals (an erasure's are still published at this point).
-        rivals = Claim.objects.filter(
-            group_id=old.group_id, subject_id=old.subject_id, predicate=old.predicate,
-            status=ClaimStatus.PUBLISHED,
-        ).exclude(pk__in=retracted)  # fmt: skip
-        if old.predicate not in functional:
-            rivals = rivals.filter(object_key=old.object_key)
-        if rivals.exists():
-            continue  # replaced by something else since: it stays closed
-        Claim.objects.filter(pk=old.pk).update(
-            status=ClaimStatus.PUBLISHED, valid_to=None, superseded_by=None,
-            status_reason="current again: what superseded it was retracted",
-            version=F("version") + 1,
-        )  # fmt: skip
-        restored.append(old.pk)
-    return restored
-
-
-# Up to this many claims a retraction's projection jumps the bulk queue (a reviewer
-# waits for it); a whole source's thousands go in turn with other bulk work.
-INTERACTIVE_UP_TO = 500
-
-
-def _project(group_id: str, ids: list[int]) -> None:
-    outbox_enqueue_many(
-        group_id=group_id, kind=PROJECT_CLAIM, payloads=[{"claim_id": pk} for pk in ids],
-        priority=Priority.INTERACTIVE if len(ids) <= INTERACTIVE_UP_TO else Priority.BULK,
-    )  # fmt: skip
-
-
 def _finish(
     *, actor: Principal, group_id: str, target: tuple[str, str], reason: str,
     claims: QuerySet[Claim], kept: int,
 ) -> Retraction:  # fmt: skip
-    now = timezone.now()
-    retracted = _retract(claims, reason=reason, now=now)
-    restored = restore_superseded(retracted)
-    _project(group_id, [*retracted, *restored])
+    retracted, restored = claims_retract(group_id, claims, reason=reason, now=timezone.now())
     kind, key = target
     audit_record(
         actor=actor,
@@ -168,7 +101,7 @@ def _finish(
 @transaction.atomic
 def claim_retract(*, actor: Principal, claim_id: int, reason: str) -> Retraction:
     """Withdraw one claim (reviewer or admin; a reason is required)."""
-    claim = Claim.objects.select_for_update().get(pk=claim_id)
+    claim = locked_for(actor, Claim.objects.all(), claim_id, role=Role.REVIEWER, refusal=REFUSAL)
     reason = _check(actor, claim.group_id, reason)
     if claim.status not in RETRACTABLE:
         raise RetractionRefused(f"claim {claim_id} is {claim.status}: there is nothing to retract")
@@ -193,7 +126,9 @@ def _alone(episodes: QuerySet[Episode]) -> tuple[QuerySet[Claim], int]:
 @transaction.atomic
 def episode_retract(*, actor: Principal, episode_id: int, reason: str) -> Retraction:
     """Withdraw one episode (a fetched document) and the claims only it supports."""
-    episode = Episode.objects.select_for_update().get(pk=episode_id)
+    episode = locked_for(
+        actor, Episode.objects.all(), episode_id, role=Role.REVIEWER, refusal=REFUSAL
+    )
     reason = _check(actor, episode.group_id, reason)
     if episode.status == EpisodeStatus.RETRACTED:
         raise RetractionRefused(f"episode {episode_id} is retracted already")
@@ -211,7 +146,7 @@ def episode_retract(*, actor: Principal, episode_id: int, reason: str) -> Retrac
 def source_retract(*, actor: Principal, source_id: int, reason: str) -> Retraction:
     """Withdraw a source: every episode of it, the claims only they support; its schedule
     stops (a later run would bring the documents back)."""
-    source = Source.objects.select_for_update().get(pk=source_id)
+    source = locked_for(actor, Source.objects.all(), source_id, role=Role.REVIEWER, refusal=REFUSAL)
     reason = _check(actor, source.group_id, reason)
     episodes = Episode.objects.filter(source=source).exclude(status=EpisodeStatus.RETRACTED)
     claims, kept = _alone(episodes)
@@ -253,9 +188,10 @@ def claim_reinstate(*, actor: Principal, claim_id: int, reason: str) -> Reinstat
     path: a functional predicate's current value is superseded by it, a value that is
     already published is re-confirmed instead of duplicated.
     """
-    old = Claim.objects.select_for_update().get(pk=claim_id)
-    if not actor.can(Role.REVIEWER, old.group_id):
-        raise PermissionDenied("reinstating needs the reviewer or admin role in this scope")
+    old = locked_for(
+        actor, Claim.objects.all(), claim_id, role=Role.REVIEWER,
+        refusal="reinstating needs the reviewer or admin role in this scope",
+    )  # fmt: skip
     reason = reason.strip()
     if not reason:
         raise RetractionRefused("say why: the reason is kept with the claim and in the audit log")
@@ -286,7 +222,7 @@ def claim_reinstate(*, actor: Principal, claim_id: int, reason: str) -> Reinstat
         for each in old.evidence.order_by("pk")
         if each.episode_id not in cited
     )
-    _project(old.group_id, [current.pk])  # after the evidence: its index text cites it
+    claims_project(old.group_id, [current.pk])  # after the evidence: its index text cites it
     done = Reinstatement(retracted=old.pk, current=current.pk, created=current is new)
     audit_record(
         actor=actor, group_id=old.group_id, action="claim.reinstate", target=("claim", str(old.pk)),

@@ -1,4 +1,5 @@
-"""Review decisions: the one write path for approving, rejecting and accepting claims.
+"""Review decisions: the one write path for approving, rejecting and accepting claims,
+and for keeping or retracting a published claim that asks for a re-check.
 
 Every decision checks the reviewer's role in the claim's scope, checks the version the
 reviewer saw (optimistic concurrency: a second reviewer gets a Conflict naming who
@@ -17,16 +18,18 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from curation.domain.outbox import PROJECT_CLAIM, Priority
+from curation.domain.outbox import Priority
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, Evidence, MergeCandidate
-from curation.services.claims import claim_publish, object_key
+from curation.selectors import RECHECKABLE
+from curation.services.claims import object_key
 from curation.services.entities import entity_merge, entity_resolve
-from curation.services.outbox import outbox_enqueue
+from curation.services.lifecycle import claim_publish, claim_reject, claims_project
+from curation.services.retraction import Retraction, claim_retract
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
+from tenants.services.scopes import PermissionDenied, locked_for
 
 REVIEWABLE = {
     "claims": ClaimStatus.PENDING_REVIEW,
@@ -37,9 +40,9 @@ REVIEWABLE = {
 class Conflict(Exception):
     """The item was decided (or changed) after the reviewer loaded it."""
 
-    def __init__(self, claim: Claim) -> None:
+    def __init__(self, claim: Claim, message: str = "") -> None:
         who = claim.reviewed_by.get_username() if claim.reviewed_by else "the system"
-        super().__init__(f"Already {claim.status.replace('_', ' ')} by {who}.")
+        super().__init__(message or f"Already {claim.status.replace('_', ' ')} by {who}.")
         self.claim = claim
 
 
@@ -73,23 +76,21 @@ class Edit:
     object_text: str | None = None
 
 
+DECIDING = "deciding needs the reviewer role in this scope"
+
+
 def _load(actor: Principal, claim_id: int, version: int, expected: ClaimStatus) -> Claim:
-    claim = (
-        Claim.objects.select_for_update(of=("self",))
-        .select_related("reviewed_by", "subject", "object_entity")
-        .get(pk=claim_id)
-    )
-    if not actor.can(Role.REVIEWER, claim.group_id):
-        raise PermissionDenied("deciding needs the reviewer role in this scope")
+    rows = Claim.objects.select_related("reviewed_by", "subject", "object_entity")
+    claim = locked_for(actor, rows, claim_id, role=Role.REVIEWER, refusal=DECIDING)
     if claim.version != version or claim.status != expected:
         raise Conflict(claim)
     return claim
 
 
 def _decided(claim: Claim, actor: Principal) -> None:
+    """Who decided, and when (the lifecycle stores the decision and bumps the version)."""
     claim.reviewed_by_id = actor.user_id
     claim.reviewed_at = timezone.now()
-    claim.version += 1
 
 
 def _apply_edit(claim: Claim, edit: Edit) -> dict[str, object]:
@@ -148,15 +149,8 @@ def _publish(claim: Claim, actor: Principal, *, verb: str = "Published") -> Outc
     live.verification = Verification.HUMAN_VERIFIED
     live.save(update_fields=["verification"])
     # Verification is a ranking input: the index must learn it, and the graph the evidence.
-    outbox_enqueue(
-        group_id=live.group_id,
-        kind=PROJECT_CLAIM,
-        payload={"claim_id": live.pk},
-        priority=Priority.INTERACTIVE,
-    )
-    claim.status = ClaimStatus.REJECTED
-    claim.status_reason = f"already published as #{live.pk}"
-    claim.save()
+    claims_project(live.group_id, [live.pk], priority=Priority.INTERACTIVE)
+    claim_reject(claim, reason=f"already published as #{live.pk}")
     message = (
         f"Already published as #{live.pk}: its evidence and your verification were added "
         f"there; this {item} is closed as a duplicate."
@@ -201,9 +195,7 @@ def review_reject(*, actor: Principal, claim_id: int, version: int, reason: str)
 
 def _close(claim: Claim, actor: Principal, reason: str, *, action: str) -> Claim:
     _decided(claim, actor)
-    claim.status = ClaimStatus.REJECTED
-    claim.status_reason = reason[:200]
-    claim.save()
+    claim_reject(claim, reason=reason)
     audit_record(
         actor=actor,
         group_id=claim.group_id,
@@ -234,6 +226,45 @@ def proposal_decline(*, actor: Principal, claim_id: int, version: int, reason: s
     """Decline a proposal."""
     claim = _load(actor, claim_id, version, ClaimStatus.PROPOSED)
     return _close(claim, actor, reason.strip() or "declined", action="proposal.decline")
+
+
+def _load_recheck(actor: Principal, claim_id: int, version: int) -> Claim:
+    """A published claim that asks for a re-check, locked, as the reviewer saw it."""
+    rows = Claim.objects.select_related("reviewed_by")
+    claim = locked_for(actor, rows, claim_id, role=Role.REVIEWER, refusal=DECIDING)
+    if claim.version != version or claim.status not in RECHECKABLE:
+        status = claim.status.replace("_", " ")
+        raise Conflict(claim, f"Changed since you loaded it: #{claim.pk} is {status} now.")
+    if not claim.recheck:
+        raise Conflict(claim, f"Already re-checked: nothing asks for a re-check of #{claim.pk}.")
+    return claim
+
+
+@transaction.atomic
+def recheck_keep(*, actor: Principal, claim_id: int, version: int) -> Claim:
+    """Keep a claim that asks for a re-check (reprocessing no longer found it): the
+    request is cleared and audited. Not a lifecycle change: its version stays."""
+    claim = _load_recheck(actor, claim_id, version)
+    asked, claim.recheck = claim.recheck, ""
+    claim.save(update_fields=["recheck"])
+    audit_record(
+        actor=actor,
+        group_id=claim.group_id,
+        action="review.recheck_keep",
+        target=("claim", claim.pk),
+        data={"recheck": asked},
+    )
+    return claim
+
+
+@transaction.atomic
+def recheck_retract(*, actor: Principal, claim_id: int, version: int, reason: str) -> Retraction:
+    """Retract a claim that asks for a re-check, through the retraction service (with
+    the reviewer's reason, audited there); the request is cleared with it."""
+    _load_recheck(actor, claim_id, version)
+    done = claim_retract(actor=actor, claim_id=claim_id, reason=reason)
+    Claim.objects.filter(pk=claim_id).update(recheck="")
+    return done
 
 
 @transaction.atomic

@@ -1,6 +1,6 @@
 """Source use cases: create, update and widen; secrets stay in the environment.
 
-Who may do what (sources are a trust boundary, see README):
+Who may do what (sources are a trust boundary, see docs/sources.md):
 - a workspace admin may create and update a source of any kind in a scope they
   administer, but only within the operator's allow-lists (secret-name prefix, hosts,
   file roots), checked here and again when the source runs;

@@ -11,10 +11,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import bootstrap, selectors
+from curation.domain.errors import ObjectStoreError
 from curation.domain.params import MAX_ID, InvalidQuery, parse_related
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, MergeCandidate
-from curation.services import retraction, review
+from curation.services import lifecycle, retraction, review
 from tenants.domain.scopes import Role
 from tenants.middleware import request_principal
 from tenants.services.scopes import PermissionDenied
@@ -37,6 +38,9 @@ def _queue_context(request: HttpRequest) -> dict[str, object]:
     by_document = queue == "claims" and request.GET.get("group") == "document"
     if queue == "merges":
         page = Paginator(selectors.merge_queue(principal=principal), PAGE_SIZE).get_page(number)
+    elif queue == "rechecks":
+        rechecks = selectors.recheck_queue(principal=principal, filters=filters, sort=sort)
+        page = Paginator(rechecks, PAGE_SIZE).get_page(number)
     elif by_document:
         page, cards = _cards_page(request, filters, sort)
     else:
@@ -47,12 +51,12 @@ def _queue_context(request: HttpRequest) -> dict[str, object]:
         page = Paginator(claims, PAGE_SIZE).get_page(number)
         page.object_list = selectors.attach_current_values(list(page.object_list))
     return {
-        "queue": queue if queue in {*QUEUES, "merges"} else "claims",
+        "queue": queue if queue in {*QUEUES, "rechecks", "merges"} else "claims",
         "page": page,
         "filters": filters,
         "sort": sort,
         "counts": selectors.queue_counts(principal),
-        "options": selectors.queue_filter_options(principal),
+        "options": selectors.queue_filter_options(principal, queue=queue),
         "can_review": bool(selectors.reviewable_groups(principal)),
         "group": "document" if by_document else "",
         "cards": cards,
@@ -113,6 +117,14 @@ def _run(request: HttpRequest, claim_id: int, version: int, action: str) -> str:
     if action == "accept":
         return review.proposal_accept(actor=actor, claim_id=claim_id, version=version).message
     reason = post.get("reason", "")
+    if action == "keep":
+        review.recheck_keep(actor=actor, claim_id=claim_id, version=version)
+        return f"Kept #{claim_id}: nothing asks for a re-check of it now."
+    if action == "retract":
+        done = review.recheck_retract(
+            actor=actor, claim_id=claim_id, version=version, reason=reason
+        )
+        return done.message
     if action == "reject":
         review.review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
         return "Rejected"
@@ -132,7 +144,7 @@ def _decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
         raise DjangoPermissionDenied(str(error)) from None
     except review.Conflict as conflict:
         return _decided(request, claim_id, str(conflict), status=409)
-    except ValueError as error:
+    except (ValueError, retraction.RetractionRefused) as error:  # no reason given
         return _decided(request, claim_id, str(error), status=400)
     return _decided(request, claim_id, message)
 
@@ -151,6 +163,15 @@ def claim_decide(request: HttpRequest, claim_id: int, action: str) -> HttpRespon
 def proposal_decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
     """accept | decline a tier-4 proposal."""
     if action not in {"accept", "decline"}:
+        raise Http404
+    return _decide(request, claim_id, action)
+
+
+@login_required
+@require_POST
+def recheck_decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
+    """keep | retract a reviewed claim that reprocessing no longer found in its document."""
+    if action not in {"keep", "retract"}:
         raise Http404
     return _decide(request, claim_id, action)
 
@@ -262,6 +283,9 @@ def episode_raw(request: HttpRequest, episode_id: int) -> HttpResponse:
         data = bootstrap.providers().object_store().get(episode.object_key)
     except KeyError:
         raise Http404("The artifact's bytes are gone (erased).") from None
+    except ObjectStoreError:
+        unavailable = "The object store cannot be reached now; try again later."
+        return HttpResponse(unavailable, status=503, content_type="text/plain; charset=utf-8")
     response = HttpResponse(data, content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
@@ -286,7 +310,7 @@ def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
         "related": selectors.claim_related(claim),
         # Retraction is offered to whoever may retract, on what can be retracted.
         "can_retract": request_principal(request).can(Role.REVIEWER, claim.group_id),
-        "retractable": claim.status in retraction.RETRACTABLE,
+        "retractable": claim.status in lifecycle.RETRACTABLE,
         # Erasure (destroying the content) is a workspace admin's.
         "can_erase": request_principal(request).can(Role.ADMIN, claim.group_id),
     }

@@ -50,8 +50,7 @@ from curation.models import (
     Tombstone,
 )
 from curation.ports import GraphProjection, ObjectStore
-from curation.services.outbox import outbox_enqueue_many
-from curation.services.retraction import restore_superseded
+from curation.services.lifecycle import claims_forget, claims_project
 from retrieval.models import (
     CompanionVector,
     ContextPack,
@@ -192,8 +191,7 @@ def _delete(plan: Plan, *, source: Source | None) -> dict[str, Any]:
             "object_entity_id", flat=True
         )
     )
-    restored = restore_superseded(gone)
-    Claim.objects.filter(superseded_by_id__in=gone).update(superseded_by=None)
+    restored = claims_forget(gone)
     counts: dict[str, Any] = {"restored": len(restored), "restored_ids": restored}
     with connection.cursor() as cursor:  # postings first: their triggers keep statistics
         cursor.execute("DELETE FROM retrieval_lexicalterm WHERE claim_id = ANY(%s)", [gone])
@@ -307,11 +305,9 @@ def erase(
     )  # fmt: skip
     # The kept claims no longer carry this evidence: their index text and graph edge
     # are written again; the erased claims' edges go with the cleanup.
-    outbox_enqueue_many(
-        group_id=group_id, kind="claim.project",
-        payloads=[{"claim_id": pk} for pk in [*plan.claims_kept, *counts.pop("restored_ids")]],
-        priority=Priority.INTERACTIVE,
-    )  # fmt: skip
+    claims_project(
+        group_id, [*plan.claims_kept, *counts.pop("restored_ids")], priority=Priority.INTERACTIVE
+    )
     OutboxJob.objects.create(
         group_id=group_id, consumer=Consumer.GRAPH, kind=ERASURE_CLEANUP,
         payload={"tombstone_id": tombstone.pk}, priority=Priority.INTERACTIVE,

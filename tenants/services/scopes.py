@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
 from tenants import rls
@@ -19,6 +19,23 @@ from tenants.services.audit import audit_record
 
 class PermissionDenied(Exception):
     """The principal's role does not allow the action."""
+
+
+def locked_for[M: Model](
+    actor: Principal, rows: QuerySet[M], pk: int, *, role: Role, refusal: str
+) -> M:
+    """The row `pk` of `rows`, locked for an update the actor's `role` in its group allows.
+
+    The role is checked on the row as the actor reads it, before the lock: a row the
+    actor may read but not write (an organisation's claim read from a workspace, through
+    published reads) is refused with `refusal`, never a DoesNotExist from the lock's
+    narrower row-level security. A row the actor cannot read at all is DoesNotExist.
+    """
+    row = rows.get(pk=pk)
+    group_id = getattr(row, "group_id")  # noqa: B009 - every tenant table has one (RLS)
+    if not actor.can(role, group_id):
+        raise PermissionDenied(refusal)
+    return rows.select_for_update(of=("self",)).get(pk=pk)
 
 
 def scope_create(*, kind: ScopeKind, name: str, parent_id: int | None = None) -> Scope:

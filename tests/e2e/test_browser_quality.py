@@ -10,8 +10,6 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, Weights
 from retrieval.models import EvaluationRun, WeightSet
@@ -19,6 +17,7 @@ from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.weights import weight_set_activate, weight_set_create
 from tenants import rls
 from tests.support.browser import sign_in
+from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -36,16 +35,10 @@ GOLDEN = [
 def measured(tenant_a: Tenant, tmp_path: Path) -> Tenant:
     """An ingested corpus with a golden set, a month of recorded runs (one failed), two
     activations and a real evaluation of what ranks now."""
-    (tmp_path / "billing.md").write_text("# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
+    billing = "# Billing\n\nThe billing-api runs on k8s-prod-1.\n"
+    ingest_markdown(tenant_a, tmp_path, {"billing.md": billing})
     actor = tenant_a.principal(tenant_a.admin)
     group_id = tenant_a.workspace.group_id
-    with rls.tenant_context(actor):
-        source = source_create(
-            actor=actor, group_id=group_id, name="docs", kind="markdown",
-            config={"root": str(tmp_path)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=group_id)
-    process_outbox()
     with rls.tenant_context(actor):
         golden_import_jsonl(group_id=group_id, lines=GOLDEN)
         for days_ago, ndcg, status in ((28, 0.42, "passed"), (14, 0.31, "failed")):

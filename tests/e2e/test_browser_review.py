@@ -12,10 +12,10 @@ from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, MergeCandidate, OutboxJob
 from curation.services.entities import entity_resolve
-from curation.services.sources import source_create
-from curation.tasks import ingest_now
 from tenants import rls
 from tests.support.browser import sign_in
+from tests.support.fake_embedders import FixedEmbedder
+from tests.support.ingest import ingest_folder
 from tests.support.tenancy import Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -26,18 +26,6 @@ RUNS_ON = "The billing-api runs on k8s-prod-1."
 DEPENDS_ON = "The billing-api depends on ledger-db."
 USES = "The checkout-web uses redis-7."
 PENDING = ["DEPENDS_ON", "RUNS_ON", "STATES", "USES"]
-
-
-def _ingest(tenant: Tenant, root: Path, *, tier: int) -> None:
-    """Real ingestion of a Markdown folder: every row is a claim with its evidence."""
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name=f"docs-tier-{tier}",
-            kind="markdown", config={"root": str(root)}, trust_tier=tier,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert not report.error, report.error
 
 
 def _claim(tenant: Tenant, predicate: str) -> Claim:
@@ -58,10 +46,8 @@ def _outbox_jobs(tenant: Tenant, claim: Claim) -> int:
 def pending(tenant_a: Tenant, tmp_path: Path) -> Tenant:
     """Four tier-3 claims waiting for review in Acme's workspace: three relations and
     the STATES claim every passage of a document becomes."""
-    docs = tmp_path / "pending"
-    docs.mkdir()
-    (docs / "platform.md").write_text(f"# Platform\n\n{RUNS_ON} {DEPENDS_ON} {USES}\n")
-    _ingest(tenant_a, docs, tier=3)
+    platform = {"platform.md": f"# Platform\n\n{RUNS_ON} {DEPENDS_ON} {USES}\n"}
+    ingest_folder(tenant_a, tmp_path / "pending", platform, tier=3, name="docs-tier-3")
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         waiting = Claim.objects.filter(status=ClaimStatus.PENDING_REVIEW)
         assert sorted(waiting.values_list("predicate", flat=True)) == PENDING
@@ -71,22 +57,9 @@ def pending(tenant_a: Tenant, tmp_path: Path) -> Tenant:
 @pytest.fixture
 def proposed(tenant_a: Tenant, tmp_path: Path) -> Tenant:
     """One tier-4 proposal in Acme's workspace."""
-    docs = tmp_path / "proposed"
-    docs.mkdir()
-    (docs / "search.md").write_text("# Search\n\nThe search-api uses elastic-8.\n")
-    _ingest(tenant_a, docs, tier=4)
+    search = {"search.md": "# Search\n\nThe search-api uses elastic-8.\n"}
+    ingest_folder(tenant_a, tmp_path / "proposed", search, tier=4, name="docs-tier-4")
     return tenant_a
-
-
-class FixedEmbedder:
-    """Chosen vectors: "auth service" and "login gateway" at cosine 0.9 (a near miss)."""
-
-    model = "fixed-test"
-    dimension = 2
-    VECTORS = {"auth service": [1.0, 0.0], "login gateway": [0.9, 0.43588989]}
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self.VECTORS[text] for text in texts]
 
 
 def _open_queue(page: Page, base: str, queue: str = "claims") -> None:

@@ -9,10 +9,9 @@ from playwright.sync_api import Locator, Page, expect
 
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode
-from curation.services.sources import source_create
-from curation.tasks import ingest_now
 from tenants import rls
 from tests.support.browser import sign_in
+from tests.support.ingest import ingest_folder
 from tests.support.tenancy import Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,26 +24,13 @@ RUNBOOK = (
 PLATFORM = "# Checkout\n\nThe checkout-web uses redis-7. The checkout-web runs on k8s-prod-2.\n"
 
 
-def _ingest(tenant: Tenant, root: Path, name: str, text: str) -> None:
-    """Real ingestion of a tier-3 Markdown folder holding one document."""
-    root.mkdir()
-    (root / name).write_text(text, encoding="utf-8")
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name=f"docs-{root.name}",
-            kind="markdown", config={"root": str(root)}, trust_tier=3,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert not report.error, report.error
-
-
 @pytest.fixture
 def documents(tenant_a: Tenant, tmp_path: Path) -> Tenant:
     """Two tier-3 documents waiting in Acme's workspace, the runbook first (the oldest):
     each two relations and its passage."""
-    _ingest(tenant_a, tmp_path / "runbooks", "billing.md", RUNBOOK)
-    _ingest(tenant_a, tmp_path / "platform", "checkout.md", PLATFORM)
+    runbooks, platform = tmp_path / "runbooks", tmp_path / "platform"
+    ingest_folder(tenant_a, runbooks, {"billing.md": RUNBOOK}, tier=3, name="docs-runbooks")
+    ingest_folder(tenant_a, platform, {"checkout.md": PLATFORM}, tier=3, name="docs-platform")
     return tenant_a
 
 

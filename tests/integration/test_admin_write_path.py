@@ -25,6 +25,7 @@ from django.http import HttpResponse
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
+from curation import bootstrap as curation_bootstrap
 from curation.admin import SOURCE_SETTINGS
 from curation.domain.ontology import PredicateSense
 from curation.models import (
@@ -37,8 +38,9 @@ from curation.models import (
     Source,
 )
 from curation.services.ontology import ontology_predicate_set
+from curation.services.reprocess import reprocess_start
 from curation.services.sources import source_create
-from curation.tasks import ingest_now
+from curation.tasks import ingest_now, reprocess_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, Weights
 from retrieval.domain.usage import UsageTotal
@@ -152,9 +154,9 @@ class World:
 @pytest.fixture
 def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
     """Ingested documents (sources, episodes, claims, evidence, entities, aliases, outbox
-    jobs), an index, a search hit with a vote, a merge candidate, an API key, audit events,
-    and the learning loop (a golden query, a calibration run, an active weight set, an
-    evaluation with its per-query result)."""
+    jobs) read again by a reprocessing run, an index, a search hit with a vote, a merge
+    candidate, an API key, audit events, and the learning loop (a golden query, a
+    calibration run, an active weight set, an evaluation with its per-query result)."""
     (tmp_path / "billing.md").write_text("# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
     (tmp_path / "gone.md").write_text("# Gone\n\nThe gone-api runs on k8s-gone-1.\n")
     other = scope_create(
@@ -168,6 +170,12 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
             kind="markdown", config={"root": str(tmp_path)}, trust_tier=1,
         )  # fmt: skip
     ingest_now(source_id=source.pk, group_id=source.group_id)
+    with rls.tenant_context(world.principal):  # a reprocessing run, read to its end
+        run = reprocess_start(
+            actor=world.principal, source_id=source.pk, everything=True,
+            adapters=curation_bootstrap.providers().read_adapters_for(source),
+        )  # fmt: skip
+    reprocess_now(run_id=run.pk, group_id=source.group_id)
     tenant_a.issue_key(owner=tenant_a.viewer)
     with rls.tenant_context(world.principal):
         claim_ids = list(Claim.objects.values_list("pk", flat=True))

@@ -138,7 +138,7 @@ def test_the_beat_health_task_measures_the_lanes_without_a_probe(
 ) -> None:
     _enqueue(tenant_a, 8)
     report = check_health()
-    assert set(report) == {"postgres", "redis", "graph"}  # its result keeps its shape
+    assert set(report) == {"postgres", "redis", "graph", "object_store"}  # its shape
     assert _gauge("vera_outbox_backlog", "projection") == 8
     assert _gauge("vera_lane_degraded", "projection") == 1
 

@@ -35,4 +35,5 @@ def test_worker_process_runs_an_enqueued_task(worker: subprocess.Popen[bytes]) -
         "postgres": True,
         "redis": True,
         "graph": True,
+        "object_store": True,
     }

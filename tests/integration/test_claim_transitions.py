@@ -1,18 +1,22 @@
 """Every status a claim can be in, against every status it could be set to: Postgres
-admits exactly the lifecycle's transitions (curation.domain.lifecycle), whoever writes."""
+admits exactly the lifecycle's transitions (curation.domain.lifecycle), whoever writes;
+and only the lifecycle service (curation.services.lifecycle) writes a claim's status,
+validity, supersession or version: any other write is refused by Postgres."""
 
 from __future__ import annotations
 
 import itertools
 
 import pytest
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from curation.domain.lifecycle import ALLOWED, transition_refusal
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, Entity, Source
+from curation.services.lifecycle import claims_supersede
 from tenants import rls
+from tests.support.lifecycle import history_written_by_hand
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -39,7 +43,7 @@ def _claim(tenant: Tenant, status: ClaimStatus) -> Claim:
 def _moved(claim: Claim, to: ClaimStatus) -> bool:
     """Whether Postgres lets the row move to `to` (a refusal rolls back its savepoint)."""
     try:
-        with transaction.atomic():
+        with transaction.atomic(), history_written_by_hand():
             Claim.objects.filter(pk=claim.pk).update(status=to)
     except DatabaseError as error:
         refused = str(error)
@@ -67,3 +71,56 @@ def test_final_statuses_stay_final_and_say_why() -> None:
     )
     assert transition_refusal(ClaimStatus.SUPERSEDED, ClaimStatus.PUBLISHED) is None
     assert transition_refusal(ClaimStatus.PUBLISHED, ClaimStatus.PUBLISHED) is None
+
+
+GUARDED_WRITES = {
+    "status by a bulk update": lambda claim: Claim.objects.filter(pk=claim.pk).update(
+        status=ClaimStatus.SUPERSEDED
+    ),
+    "valid_to by save()": lambda claim: _saved(claim, valid_to=claim.valid_from),
+    "valid_from by save()": lambda claim: _saved(claim, valid_from=timezone.now()),
+    "version by raw SQL": lambda claim: _raw(
+        "UPDATE curation_claim SET version = version + 1 WHERE id = %s", claim.pk
+    ),
+    "superseded_by by raw SQL": lambda claim: _raw(
+        "UPDATE curation_claim SET superseded_by_id = id WHERE id = %s", claim.pk
+    ),
+}
+
+
+def _saved(claim: Claim, **fields: object) -> None:
+    for name, value in fields.items():
+        setattr(claim, name, value)
+    claim.save()
+
+
+def _raw(sql: str, pk: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+
+
+@pytest.mark.parametrize("write", GUARDED_WRITES, ids=list(GUARDED_WRITES))
+def test_only_the_lifecycle_service_writes_status_validity_supersession_and_version(
+    tenant_a: Tenant, write: str
+) -> None:
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        claim = _claim(tenant_a, ClaimStatus.PUBLISHED)
+        refused = pytest.raises(IntegrityError, match=r"written by curation\.services\.lifecycle")
+        with refused, transaction.atomic():
+            GUARDED_WRITES[write](claim)
+        claim.refresh_from_db()
+        assert (claim.status, claim.valid_to, claim.superseded_by_id, claim.version) == (
+            ClaimStatus.PUBLISHED, None, None, 1,
+        )  # fmt: skip
+        # Other fields are anyone's (a reviewer's edit of the text, the verification).
+        Claim.objects.filter(pk=claim.pk).update(fact_text="svc runs on nomad")
+        # The service itself may: the same change, made through it.
+        ended = claims_supersede(
+            Claim.objects.filter(pk=claim.pk), at=timezone.now(), reason="artifact revised"
+        )
+        claim.refresh_from_db()
+    assert ended == [claim.pk]
+    assert (claim.status, claim.version, claim.fact_text) == (
+        ClaimStatus.SUPERSEDED, 2, "svc runs on nomad",
+    )  # fmt: skip
+    assert claim.valid_to is not None

@@ -13,27 +13,14 @@ from django.test import Client
 
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Source
-from curation.services.sources import source_create
-from curation.tasks import ingest_now
 from tenants import rls
 from tenants.domain.scopes import Role
+from tests.support.ingest import ingest_cmdb
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
 
 EXPORT = "id,name,runtime_host,owner\nCI001,billing-api,k8s-prod-1,payments-team\n"
-
-
-def _ingest(tenant: Tenant, export: Path, config: dict[str, Any]) -> None:
-    export.write_text(EXPORT, encoding="utf-8")
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name="cmdb", kind="cmdb",
-            config={"path": str(export), **config}, trust_tier=1,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert not report.error, report.error
 
 
 def _published(tenant: Tenant) -> set[tuple[str, str, str]]:
@@ -47,21 +34,21 @@ def _published(tenant: Tenant) -> set[tuple[str, str, str]]:
 def test_a_custom_column_gives_published_claims_when_the_source_maps_it(
     tenant_a: Tenant, tmp_path: Path
 ) -> None:
-    _ingest(tenant_a, tmp_path / "cmdb.csv", {"mapping": {"runtime_host": "RUNS_ON"}})
+    ingest_cmdb(tenant_a, tmp_path / "cmdb.csv", EXPORT, mapping={"runtime_host": "RUNS_ON"})
     assert ("billing-api", "RUNS_ON", "k8s-prod-1") in _published(tenant_a)
 
 
 def test_the_default_columns_still_give_claims_when_the_source_adds_one(
     tenant_a: Tenant, tmp_path: Path
 ) -> None:
-    _ingest(tenant_a, tmp_path / "cmdb.csv", {"mapping": {"runtime_host": "RUNS_ON"}})
+    ingest_cmdb(tenant_a, tmp_path / "cmdb.csv", EXPORT, mapping={"runtime_host": "RUNS_ON"})
     assert ("billing-api", "OWNED_BY", "payments-team") in _published(tenant_a)
 
 
 def test_an_unmapped_column_gives_no_claim_when_the_source_maps_nothing(
     tenant_a: Tenant, tmp_path: Path
 ) -> None:
-    _ingest(tenant_a, tmp_path / "cmdb.csv", {})
+    ingest_cmdb(tenant_a, tmp_path / "cmdb.csv", EXPORT)
     assert {predicate for _, predicate, _ in _published(tenant_a)} == {"OWNED_BY"}
 
 

@@ -24,14 +24,13 @@ from retrieval.services import context
 from retrieval.services.context import context_pack
 from retrieval.services.snapshots import (
     Pinning,
-    snapshot_build,
     snapshot_copy,
     snapshot_take,
     snapshot_verify,
 )
 from tenants import rls
-from tenants.selectors import principal_system
 from tests.support.ingest import T1, ingest_billing_history, ingest_markdown
+from tests.support.snapshots import sealed_snapshot
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -217,28 +216,11 @@ def test_erasing_a_cited_document_deletes_the_packs_citing_it_and_the_scan_check
         _verify(tombstone["id"])
 
 
-def _sealed_snapshot(tenant: Tenant) -> Snapshot:
-    group_id = tenant.workspace.group_id
-    admin = tenant.principal(tenant.admin)
-    with rls.tenant_context(admin):
-        snapshot = snapshot_take(actor=admin, group_id=group_id, name="packs")
-    providers = bootstrap.providers()
-    pinning = Pinning(
-        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
-    )
-    built = snapshot_build(
-        snapshot.pk, actor=principal_system("t", group_ids=[group_id]), pinning=pinning
-    )
-    assert built is not None
-    assert built.status == Snapshot.Status.SEALED
-    return built
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_snapshot_gives_the_same_pack_again_and_refuses_another_assembler(
     history: Tenant, tmp_path: Path, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    snapshot = _sealed_snapshot(history)
+    snapshot = sealed_snapshot(history, name="packs")
     assert snapshot.assembler_version == context.ASSEMBLER_VERSION
     assert snapshot.pins["assembler_version"] == context.ASSEMBLER_VERSION
     first = _pack(client, history.viewer, snapshot=snapshot.pk, budget=400)

@@ -15,13 +15,13 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, MergeCandidate, OutboxJob
 from curation.services.entities import entity_merge, entity_resolve, entity_unmerge
 from curation.services.outbox import outbox_process, retry_delay
-from curation.services.sources import source_create
-from curation.tasks import ingest_now
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from tenants import rls
 from tenants.models import AuditEvent
 from tenants.services.scopes import PermissionDenied
-from tests.support.tenancy import Tenant
+from tests.support.fake_embedders import FixedEmbedder
+from tests.support.ingest import ingest_cmdb
+from tests.support.tenancy import Tenant, admin_site_login
 
 pytestmark = pytest.mark.django_db
 
@@ -58,17 +58,6 @@ def test_resolution_links_a_near_identical_spelling(ws: Tenant) -> None:
 def test_resolution_does_not_merge_look_alike_siblings(ws: Tenant) -> None:
     niger = _resolve(ws, "Niger", entity_type="country")
     assert _resolve(ws, "Nigeria", entity_type="country").entity != niger.entity
-
-
-class FixedEmbedder:
-    """Chosen vectors: "auth service" and "login gateway" at cosine 0.9 (a near miss)."""
-
-    model = "fixed-test"
-    dimension = 2
-    VECTORS = {"auth service": [1.0, 0.0], "login gateway": [0.9, 0.43588989]}
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self.VECTORS[text] for text in texts]
 
 
 def test_without_a_judge_near_semantic_matches_become_merge_candidates(ws: Tenant) -> None:
@@ -196,9 +185,7 @@ def test_retry_delay_is_full_jitter_within_the_cap() -> None:
 def test_dead_jobs_can_be_retried_from_the_admin(ws: Tenant, client: Client) -> None:
     job = _job(ws)
     OutboxJob.objects.filter(pk=job.pk).update(status=OutboxJob.Status.DEAD, attempts=8)
-    ws.admin.is_staff = ws.admin.is_superuser = True
-    ws.admin.save()
-    client.force_login(ws.admin)
+    admin_site_login(client, ws.admin)
     response = client.post(
         "/admin/curation/outboxjob/",
         {"action": "retry_dead_jobs", "_selected_action": [job.pk]},
@@ -209,22 +196,15 @@ def test_dead_jobs_can_be_retried_from_the_admin(ws: Tenant, client: Client) -> 
 
 
 def test_cmdb_export_becomes_structured_claims(tenant_a: Tenant, tmp_path: Path) -> None:
-    export = tmp_path / "cmdb.csv"
-    export.write_text(
+    export = (
         "id,name,host,owner,status\n"
         "ci-1,billing-api,k8s-prod-1,Payments team,live\n"
         "ci-2,ledger,,Finance team,retired\n"
-        "ci-3\n",
-        encoding="utf-8",
+        "ci-3\n"
     )
-    principal = tenant_a.principal(tenant_a.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant_a.workspace.group_id, name="cmdb", kind="cmdb",
-            config={"path": str(export)}, trust_tier=1,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=source.group_id)
+    report = ingest_cmdb(tenant_a, tmp_path / "cmdb.csv", export)
     assert (report.new, report.failed) == (2, 1)  # the short row fails alone
+    principal = tenant_a.principal(tenant_a.admin)
     with rls.tenant_context(principal):
         runs_on = Claim.objects.get(predicate="RUNS_ON", status=ClaimStatus.PUBLISHED)
         assert runs_on.subject.canonical_name == "billing-api"

@@ -21,6 +21,7 @@ from redis.retry import Retry
 
 from retrieval.adapters.embedders import CachedEmbedder, HashingEmbedder, Meter
 from retrieval.adapters.embedders.metering import estimate_tokens
+from tests.support.clock import FakeClock
 
 DIMENSION = 32
 
@@ -37,16 +38,6 @@ class RecordingEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.batches.append(list(texts))
         return self._vectors.embed(texts)
-
-
-class FakeClock:
-    """A monotonic clock that only moves when told to."""
-
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def float32(vector: list[float]) -> list[float]:
@@ -113,11 +104,11 @@ def test_lru_entry_expires_after_the_ttl(provider: RecordingEmbedder) -> None:
     cache = CachedEmbedder(provider, lru_size=10, ttl_s=60, clock=clock)
     cache.embed(["alpha"])
 
-    clock.now += 59.9
+    clock.advance(59.9)
     cache.embed(["alpha"])
     assert len(provider.batches) == 1
 
-    clock.now += 0.1
+    clock.advance(0.1)
     cache.embed(["alpha"])
     assert provider.batches == [["alpha"], ["alpha"]]
 
@@ -170,7 +161,7 @@ def test_meter_counts_an_unpriced_model_at_zero_and_says_so(
     assert meter.usage(provider.model).cost_usd == 0.0
     assert meter.usage(provider.model).tokens == 2 + 1  # "alpha", "beta"
     assert [record.getMessage() for record in caplog.records].count(
-        f"embedding model {provider.model!r} has no price; its calls are metered at $0"
+        f"provider model {provider.model!r} has no price; its calls are metered at $0"
     ) == 1
 
 
@@ -271,10 +262,10 @@ def test_redis_is_left_alone_for_a_while_after_an_error(
         cache.embed(["alpha"])
         assert len(caplog.records) == 1
         caplog.clear()
-        clock.now += 29
+        clock.advance(29)
         cache.embed(["alpha"])
         assert caplog.records == []
-        clock.now += 1
+        clock.advance(1)
         cache.embed(["alpha"])
 
     assert len(caplog.records) == 1

@@ -29,18 +29,10 @@ from tenants import rls
 from tenants.models import AuditEvent
 from tenants.selectors import principal_system
 from tenants.services.scopes import PermissionDenied
+from tests.support.embedding import E5, ENGLISH, VIETNAMESE, maintenance_worker_offering_e5
 from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant
-from tests.support.workers import celery_worker
 
-E5 = "multilingual-e5-small-q4"
-VIETNAMESE = {
-    "hanoi.md": "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam, nằm bên bờ sông Hồng.\n",
-    "pho.md": "# Phở\n\nPhở là món ăn truyền thống làm từ bánh phở và nước dùng bò.\n",
-}
-ENGLISH = {
-    "billing.md": "# Billing\n\nThe billing-api service runs on the k8s-prod-1 cluster.\n",
-}
 SWITCH_URL = "/admin/retrieval/groupembedding/switch/"
 
 
@@ -69,11 +61,7 @@ def _hits(client: Client, q: str) -> list[dict]:
 
 @pytest.fixture
 def maintenance_worker(app_database_url: str, tmp_path: Path) -> Iterator[subprocess.Popen]:
-    """The maintenance lane's worker, offering e5 as the test process does."""
-    with celery_worker(
-        database_url=app_database_url, log_path=tmp_path / "worker.log", queue="maintenance",
-        extra_env={"VERA_EMBEDDER__CHOICES": "e5", "VERA_WORKER_WARM_EMBEDDER": "false"},
-    ) as process:  # fmt: skip
+    with maintenance_worker_offering_e5(app_database_url, tmp_path / "worker.log") as process:
         yield process
 
 

@@ -19,6 +19,7 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity
 from tenants import rls
 from tests.support.ingest import T0, T1, ingest_billing_history
+from tests.support.lifecycle import history_written_by_hand
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -109,7 +110,8 @@ def test_the_graph_is_re_checked_against_postgres(world, client: Client) -> None
     billing = _entity(tenant_a, "billing-api")
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         owned = Claim.objects.get(predicate="OWNED_BY")
-        Claim.objects.filter(pk=owned.pk).update(status=ClaimStatus.RETRACTED, valid_to=T1)
+        with history_written_by_hand():
+            Claim.objects.filter(pk=owned.pk).update(status=ClaimStatus.RETRACTED, valid_to=T1)
     with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
         theirs = Claim.objects.get(predicate="OWNED_BY")
     graph.upsert_claim(

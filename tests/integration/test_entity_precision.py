@@ -9,7 +9,6 @@ service closed it as a duplicate. Real ingestion, real Postgres, real search.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 import pytest
@@ -26,13 +25,13 @@ from curation.services.entities import (
     entity_resolve,
     entity_unmerge,
 )
-from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from tenants import rls
 from tenants.models import AuditEvent
 from tenants.services.scopes import PermissionDenied
-from tests.support.tenancy import Tenant
+from tests.support.ingest import ingest_folder
+from tests.support.tenancy import Tenant, admin_site_login
 
 pytestmark = pytest.mark.django_db
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -54,18 +53,9 @@ def _resolve(tenant: Tenant, name: str, **kwargs: object):
 
 def _ingest(tenant: Tenant, root: Path, text: str, *, tier: int, at: dt.datetime = T0) -> None:
     """A one-document Markdown source of the tier, ingested through the real pipeline."""
-    folder = root / f"tier-{tier}-{at:%j}"
-    folder.mkdir()
-    (folder / "doc.md").write_text(f"# {folder.name}\n\n{text}\n", encoding="utf-8")
-    os.utime(folder / "doc.md", (at.timestamp(), at.timestamp()))
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name=folder.name,
-            kind="markdown", config={"root": str(folder)}, trust_tier=tier,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert not report.error, report.error
+    name = f"tier-{tier}-{at:%j}"
+    document = {"doc.md": f"# {name}\n\n{text}\n"}
+    ingest_folder(tenant, root / name, document, tier=tier, name=name, at=at)
 
 
 def _runs_on(tenant: Tenant, status: ClaimStatus) -> Claim:
@@ -200,9 +190,7 @@ def test_the_admin_unlinks_an_alias_through_the_service(ws: Tenant, client: Clie
     original = _resolve(ws, "payments-gateway-service").entity
     _resolve(ws, "payments-gateway-servce")
     alias = EntityAlias.objects.get(alias="payments-gateway-servce")
-    ws.admin.is_staff = ws.admin.is_superuser = True
-    ws.admin.save()
-    client.force_login(ws.admin)
+    admin_site_login(client, ws.admin)
     response = client.post(
         "/admin/curation/entityalias/",
         {"action": "unlink_selected", "_selected_action": [alias.pk]},
@@ -366,9 +354,7 @@ def test_the_portal_says_duplicate_when_the_value_is_already_published(
 def test_the_admin_action_shows_the_services_message(story: Tenant, client: Client) -> None:
     old = _runs_on(story, ClaimStatus.PUBLISHED)
     proposal = _runs_on(story, ClaimStatus.PROPOSED)
-    story.admin.is_staff = story.admin.is_superuser = True
-    story.admin.save()
-    client.force_login(story.admin)
+    admin_site_login(client, story.admin)
     response = client.post(
         "/admin/curation/claim/",
         {"action": "accept_selected", "_selected_action": [proposal.pk]},

@@ -26,7 +26,7 @@ from retrieval.models import SearchHit
 from retrieval.services.erasure import erase
 from tenants import rls
 from tests.support.ingest import ingest_markdown
-from tests.support.tenancy import Tenant
+from tests.support.tenancy import Tenant, admin_site_login
 
 pytestmark = pytest.mark.django_db
 
@@ -189,9 +189,7 @@ def test_the_admin_lists_tombstones_and_verifies_them(
             actor=admin, kind="episode", target_id=_episode(tenant_a, "billing.md").pk,
             reason="gone", confirm=True, catalog=retrieval_bootstrap.providers().embedders(),
         )  # fmt: skip
-    tenant_a.admin.is_staff = tenant_a.admin.is_superuser = True
-    tenant_a.admin.save()
-    client.force_login(tenant_a.admin)
+    admin_site_login(client, tenant_a.admin)
     url = "/admin/curation/tombstone/"
     listing = client.get(url).content.decode()
     assert "cleaning" in listing

@@ -23,7 +23,6 @@ from django.core.management import call_command
 from django.db import connections
 
 from curation.domain.outbox import Consumer
-from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap
 from retrieval.domain.evaluation import Floors
 from retrieval.domain.ranking import SIGNALS, Weights
@@ -31,7 +30,8 @@ from retrieval.models import EvaluationRun, WeightSet
 from retrieval.services.evaluation import evaluation_run, golden_import_beir
 from retrieval.services.weights import weight_set_create
 from tenants import rls
-from tests.support.tenancy import Tenant, make_tenant, markdown_source
+from tests.support.ingest import drain_outbox, ingest_folder
+from tests.support.tenancy import Tenant, make_tenant
 
 pytestmark = pytest.mark.django_db
 DATA = Path(__file__).resolve().parents[1] / "data" / "scifact_golden"
@@ -84,14 +84,6 @@ def _analyze_empty_tables() -> None:
         conn.execute("ANALYZE")
 
 
-def _ingest(tenant: Tenant, root: Path) -> None:
-    """Ingest and index the folder; the graph is left out: search does not read it."""
-    source_id = markdown_source(tenant, root, tier=1, name="scifact")
-    ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
-    while process_outbox(consumer=Consumer.INDEX):
-        pass
-
-
 @pytest.fixture(scope="module")
 def golden(
     django_db_setup: None,
@@ -112,7 +104,8 @@ def golden(
         _analyze_empty_tables()
         try:
             tenant = make_tenant("Golden")
-            _ingest(tenant, root)
+            ingest_folder(tenant, root, name="scifact")
+            drain_outbox(Consumer.INDEX)  # the graph is left out: search does not read it
             with rls.tenant_context(tenant.principal(tenant.admin)):
                 report = golden_import_beir(group_id=tenant.workspace.group_id, folder=DATA)
             assert (report.created, report.skipped) == (40, [])

@@ -26,6 +26,7 @@ from curation.tasks import ingest_now, process_outbox
 from tenants import rls
 from tenants.selectors import principal_system
 from tests.support.ingest import T0, T1, ingest_billing_history, write_at
+from tests.support.lifecycle import history_written_by_hand
 from tests.support.tenancy import Tenant, markdown_source
 
 A, B = "w:aaaa", "w:bbbb"
@@ -291,7 +292,8 @@ def test_a_live_rebuild_replays_what_a_worker_finished_meanwhile(
         # After the replay read every claim: one is superseded now, and a worker's job
         # for it completes (as if it had been leased before the pause).
         claim = Claim.objects.filter(status=ClaimStatus.PUBLISHED, predicate="OWNED_BY").get()
-        Claim.objects.filter(pk=claim.pk).update(status=ClaimStatus.SUPERSEDED, valid_to=T1)
+        with history_written_by_hand():
+            Claim.objects.filter(pk=claim.pk).update(status=ClaimStatus.SUPERSEDED, valid_to=T1)
         OutboxJob.objects.create(
             group_id=a, consumer=Consumer.GRAPH, kind=PROJECT_CLAIM,
             payload={"claim_id": claim.pk}, status=OutboxJob.Status.DONE,

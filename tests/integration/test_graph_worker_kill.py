@@ -21,10 +21,10 @@ from curation import bootstrap
 from curation.domain.outbox import Consumer
 from curation.models import OutboxJob
 from curation.services.projection import graph_rebuild
-from curation.tasks import ingest_now, process_outbox
 from tenants import rls
 from tenants.selectors import principal_system
-from tests.support.tenancy import Tenant, markdown_source
+from tests.support.ingest import drain_outbox, ingest_folder
+from tests.support.tenancy import Tenant
 from tests.support.workers import celery_worker
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -47,18 +47,13 @@ def _counts(group_id: str) -> dict[str, int]:
         }
 
 
-def _ingest(tenant: Tenant, root: Path) -> None:
-    for n in range(DOCS):
-        path = root / f"svc{n}.md"
-        path.write_text(
-            f"# Service {n}\n\nThe svc-{n} runs on k8s-{n % 7}. The svc-{n} is owned by "
-            f"team-{n % 5}. The svc-{n} depends on svc-{(n + 1) % DOCS}.\n",
-            encoding="utf-8",
-        )
-        os.utime(path, (T0.timestamp(), T0.timestamp()))
-    ingest_now(source_id=markdown_source(tenant, root, tier=1), group_id=tenant.workspace.group_id)
-    while process_outbox(consumer="index"):  # the graph's jobs are left to the workers
-        pass
+def _services() -> dict[str, str]:
+    """DOCS services, each on a host, owned by a team and depending on the next."""
+    return {
+        f"svc{n}.md": f"# Service {n}\n\nThe svc-{n} runs on k8s-{n % 7}. The svc-{n} is owned "
+        f"by team-{n % 5}. The svc-{n} depends on svc-{(n + 1) % DOCS}.\n"
+        for n in range(DOCS)
+    }
 
 
 def test_a_worker_killed_mid_projection_loses_nothing_and_repeats_harmlessly(
@@ -69,7 +64,8 @@ def test_a_worker_killed_mid_projection_loses_nothing_and_repeats_harmlessly(
     group_id = tenant_a.workspace.group_id
     graph = bootstrap.providers().graph()
     graph.clear_group(group_id)
-    _ingest(tenant_a, tmp_path)
+    ingest_folder(tenant_a, tmp_path, _services(), at=T0)
+    drain_outbox(Consumer.INDEX)  # the graph's jobs are left to the workers
     total = _counts(group_id)[OutboxJob.Status.PENDING]
     assert total >= 3 * DOCS
 

@@ -1,5 +1,5 @@
-"""/healthz: Postgres, Redis and the graph, with latency; 503 only when Postgres is down
-(the node cannot work), "degraded" (200, named) when Redis or the graph is."""
+"""/healthz: Postgres, Redis, the graph and the object store, with latency; 503 only when
+Postgres is down (the node cannot work), "degraded" (200, named) when another one is."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from django.test import Client
 from devtools.common import ROOT, Profile
 from devtools.graph_server import GraphServer
 from devtools.postgres import Postgres
+from tests.support.s3_server import S3Server
 from tests.support.web import free_port, gunicorn
+from vera import health
 
 pytestmark = pytest.mark.django_db
 
@@ -33,11 +35,12 @@ def test_healthz_is_green_without_authentication(client: Client) -> None:
     assert response.status_code == 200
     assert body["status"] == "ok"
     assert body["failing"] == []
-    assert set(body["checks"]) == {"postgres", "redis", "graph"}
+    assert set(body["checks"]) == {"postgres", "redis", "graph", "object_store"}
     for check in body["checks"].values():
         assert check["ok"] is True
         assert check["latency_ms"] >= 0
     assert body["checks"]["graph"]["backend"] == "falkordb"
+    assert body["checks"]["object_store"]["backend"] == "local"
 
 
 def test_healthz_is_degraded_naming_redis_when_redis_is_down(client: Client, settings) -> None:
@@ -82,6 +85,46 @@ def test_healthz_goes_degraded_when_the_graph_server_stops_and_ok_when_it_is_bac
     graph_server.start()
     body = client.get("/healthz").json()
     assert (body["status"], body["checks"]["graph"]["ok"]) == ("ok", True)
+
+
+def test_healthz_is_green_with_the_s3_object_store_when_its_bucket_answers(
+    client: Client, s3_bucket: str
+) -> None:
+    body = client.get("/healthz").json()
+    assert body["status"] == "ok"
+    assert body["checks"]["object_store"]["ok"] is True
+    assert body["checks"]["object_store"]["backend"] == "s3"
+
+
+def test_healthz_goes_degraded_naming_the_object_store_when_s3_stops_and_ok_when_it_is_back(
+    client: Client, s3_outage: S3Server, settings
+) -> None:
+    # A real S3 API server stopped as an outage would: ingest waits, the node serves on.
+    assert client.get("/healthz").json()["checks"]["object_store"]["ok"] is True
+    s3_outage.stop()
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 200
+    assert (body["status"], body["failing"]) == ("degraded", [])
+    assert body["degraded"] == [
+        f"object_store unavailable (EndpointConnectionError): {health.COST['object_store']}"
+    ]
+    assert body["checks"]["object_store"]["ok"] is False
+    s3_outage.start()  # moto keeps nothing across a restart: the bucket is made again
+    s3_outage.client().create_bucket(Bucket=settings.VERA_OBJECT_STORE__BUCKET)
+    body = client.get("/healthz").json()
+    assert (body["status"], body["checks"]["object_store"]["ok"]) == ("ok", True)
+
+
+def test_healthz_is_degraded_naming_no_such_bucket_when_the_bucket_was_never_made(
+    client: Client, s3_bucket: str, s3_server: S3Server
+) -> None:
+    s3_server.client().delete_bucket(Bucket=s3_bucket)
+    response = client.get("/healthz")
+    body = response.json()
+    assert (response.status_code, body["status"], body["failing"]) == (200, "degraded", [])
+    assert body["degraded"][0].startswith("object_store unavailable (NoSuchBucket): ingest")
+    assert body["checks"]["object_store"]["error"] == "NoSuchBucket"
 
 
 def test_a_search_still_answers_when_the_graph_and_redis_are_down(

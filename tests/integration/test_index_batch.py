@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,7 @@ from django.utils import timezone
 from curation.domain.outbox import Consumer
 from curation.models import OutboxJob
 from curation.services.outbox import BATCH_WRITE, outbox_process
-from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.models import (
     GroupEmbedding,
@@ -24,6 +22,7 @@ from retrieval.models import (
 )
 from retrieval.services.index import index_job, index_jobs, index_prepare
 from tenants import rls
+from tests.support.ingest import ingest_folder
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -34,20 +33,14 @@ DOCS = {
 }
 
 
-def _ingest(tenant: Tenant, root: Path) -> None:
-    """The documents ingested and published; their outbox jobs left pending."""
-    root.mkdir()
-    for name, text in DOCS.items():
-        (root / name).write_text(text, encoding="utf-8")
-        os.utime(root / name, (1.7e9, 1.7e9))
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name="docs", kind="markdown",
-            config={"root": str(root)}, trust_tier=1,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert report.new == len(DOCS)
+WRITTEN = dt.datetime.fromtimestamp(1.7e9, dt.UTC)
+
+
+@pytest.fixture
+def ingested(tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path) -> None:
+    """The documents ingested and published in both tenants; their outbox jobs left pending."""
+    for tenant, folder in ((tenant_a, "a"), (tenant_b, "b")):
+        assert ingest_folder(tenant, tmp_path / folder, DOCS, at=WRITTEN).new == len(DOCS)
 
 
 def _index_state(tenant: Tenant) -> dict[str, object]:
@@ -81,13 +74,11 @@ def _index_state(tenant: Tenant) -> dict[str, object]:
 
 
 def test_a_batch_write_indexes_exactly_what_job_by_job_writes(
-    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path
+    tenant_a: Tenant, tenant_b: Tenant, ingested: None
 ) -> None:
     """Same documents, postings, statistics, pins and job statuses (impacts aside: a
     batch orders its postings at the group's average length before it, as a rebuild does)."""
     embedder = HashingEmbedder()
-    _ingest(tenant_a, tmp_path / "a")
-    _ingest(tenant_b, tmp_path / "b")
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         one_by_one = outbox_process(
             consumer=Consumer.INDEX,
@@ -110,7 +101,7 @@ def test_a_batch_write_indexes_exactly_what_job_by_job_writes(
 
 
 def test_a_failing_claim_in_a_batch_is_retried_alone_and_the_rest_is_indexed(
-    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    tenant_a: Tenant, tenant_b: Tenant, ingested: None, caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     # The backoff's full jitter may be near zero; this test is about the batch falling
@@ -118,8 +109,6 @@ def test_a_failing_claim_in_a_batch_is_retried_alone_and_the_rest_is_indexed(
     from curation.services import outbox
 
     monkeypatch.setattr(outbox, "retry_delay", lambda attempts, rng=None: dt.timedelta(seconds=5))
-    _ingest(tenant_a, tmp_path / "a")
-    _ingest(tenant_b, tmp_path / "b")
     with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
         # Tenant B's group was indexed with a model this server does not offer: its
         # claims cannot be written.

@@ -8,15 +8,7 @@ worse on the golden set without a confirmation, and rolls back.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
-from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
 
@@ -41,8 +33,8 @@ from tenants.selectors import principal_system
 from tenants.services.scopes import PermissionDenied
 from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant
+from tests.support.web import gunicorn
 
-ROOT = Path(__file__).resolve().parents[2]
 DOCS = {
     "billing.md": "# Billing\n\nThe billing-api runs on k8s-prod-1.\n",
     "ledger.md": "# Ledger\n\nThe ledger-db stores the double-entry books.\n",
@@ -241,44 +233,6 @@ def test_eval_golden_exits_non_zero_below_a_floor(corpus: Tenant) -> None:
 # --- a second web process --------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _web_process(database_url: str, log: Path) -> Iterator[str]:
-    """`gunicorn` serving VERA against the test database, as another deployment would."""
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "DJANGO_SETTINGS_MODULE": "vera.settings.test",
-    }
-    env.pop("DATABASE_OWNER_URL", None)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "vera.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/healthz", timeout=2)  # noqa: S310
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the web process did not start:\n{log.read_text()}")
-                time.sleep(0.3)
-        yield url
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-
-
 def _remote_search(url: str, key: str) -> dict:
     import json
 
@@ -296,7 +250,7 @@ def test_activation_takes_effect_in_another_web_process_at_once(
     ingest_markdown(tenant_a, tmp_path, DOCS)
     key = tenant_a.issue_key(owner=tenant_a.admin).plaintext
     chosen = _weights(tenant_a, relevance=0.7, confidence=0.3)
-    with _web_process(app_database_url, tmp_path / "web.log") as url:
+    with gunicorn(database_url=app_database_url, log=tmp_path / "web.log") as url:
         assert _remote_search(url, key)["weights"][0]["version"] == 0
         actor = _admin(tenant_a)
         with rls.tenant_context(actor):

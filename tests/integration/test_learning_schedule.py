@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -40,7 +39,7 @@ from retrieval.tasks import calibrate_workspaces, evaluate_workspaces
 from tenants import rls
 from tenants.selectors import principal_system
 from tests.support.tenancy import Tenant, markdown_source
-from tests.support.workers import ROOT, celery_worker
+from tests.support.workers import ROOT, celery_worker, terminate
 from vera.celery import app
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -166,11 +165,7 @@ def _beat(*, database_url: str, broker_url: str, folder: Path) -> Iterator[Path]
         try:
             yield log_path
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            terminate(process)
 
 
 def _every_two_seconds(*tasks: str) -> None:

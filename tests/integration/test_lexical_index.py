@@ -21,6 +21,7 @@ from retrieval.services.search import sql as search_sql
 from retrieval.services.search.sql import lexical_scores
 from retrieval.services.search.sql import where_clause as _where
 from tenants import rls
+from tests.support.lifecycle import history_written_by_hand
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -159,7 +160,8 @@ def test_the_postings_only_path_scores_as_the_joined_path_when_valid_now(
 ) -> None:
     ids = _claims(tenant_a, FACTS)
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
-        Claim.objects.filter(pk=ids[0]).update(status=ClaimStatus.SUPERSEDED)
+        with history_written_by_hand():
+            Claim.objects.filter(pk=ids[0]).update(status=ClaimStatus.SUPERSEDED)
         index_claims(claim_ids=[ids[0]], embedder=EMBEDDER)
         query = Query(text="kafka runs on the cache")
         where, params = _where(query)
@@ -177,7 +179,8 @@ def test_the_postings_only_path_scores_as_the_joined_path_when_as_of_a_time(
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         first = Claim.objects.get(pk=ids[0])
         ended = first.valid_from + dt.timedelta(hours=1)
-        Claim.objects.filter(pk=ids[0]).update(status=ClaimStatus.SUPERSEDED, valid_to=ended)
+        with history_written_by_hand():
+            Claim.objects.filter(pk=ids[0]).update(status=ClaimStatus.SUPERSEDED, valid_to=ended)
         index_claims(claim_ids=[ids[0]], embedder=EMBEDDER)
         instant = {
             "before": first.valid_from - dt.timedelta(seconds=1),

@@ -20,16 +20,15 @@ from django.db import connections
 from django.test import Client as DjangoClient
 
 from curation.models import Claim, Entity
-from curation.tasks import ingest_now, process_outbox
 from retrieval.models import SearchHit
 from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import Scope
 from tenants.services.api_keys import api_key_revoke
-from tests.support.ingest import T0, write_at
+from tests.support.ingest import T0, ingest_markdown
 from tests.support.mcp_server import McpServer, call, mcp_server
 from tests.support.oidc_provider import OIDCProvider
-from tests.support.tenancy import Tenant, make_tenant, markdown_source
+from tests.support.tenancy import Tenant, make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,17 +65,6 @@ def server(
         yield running
 
 
-def _published(tenant: Tenant, root: Path) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    write_at(root, "billing.md", FACT, T0)
-    source = markdown_source(tenant, root, tier=1)
-    report = ingest_now(source_id=source, group_id=tenant.workspace.group_id)
-    assert report is not None
-    assert not report.error, report.error
-    while process_outbox():
-        pass
-
-
 def _body(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
     return dict(result.structured_content)
@@ -90,7 +78,7 @@ def _error(result: Any) -> str:
 @pytest.fixture
 def tenants(tmp_path: Path) -> tuple[Tenant, Tenant]:
     a, b = make_tenant("Acme"), make_tenant("Bolt")
-    _published(a, tmp_path / "a")
+    ingest_markdown(a, tmp_path / "a", {"billing.md": FACT}, at=T0)
     return a, b
 
 

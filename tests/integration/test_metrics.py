@@ -68,11 +68,12 @@ def _scrape(url: str) -> str:
     return text
 
 
-def _requests_per_worker(directory: Path, route: str) -> Counter[int]:
-    """Each worker's own count of requests to `route`, read from its histogram file."""
-    counts: Counter[int] = Counter()
+def _requests_per_worker(directory: Path, route: str) -> Counter[str]:
+    """Each worker's own count of requests to `route`, read from its histogram file (named
+    by host and pid: `vera.metrics.process_identifier`)."""
+    counts: Counter[str] = Counter()
     for file in directory.glob("histogram_*.db"):
-        pid = int(file.stem.removeprefix("histogram_"))
+        pid = file.stem.removeprefix("histogram_")
         for metric in MultiProcessCollector.merge([str(file)]):
             for s in metric.samples:
                 if s.name == REQUESTS and s.labels["route"] == route:

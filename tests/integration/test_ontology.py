@@ -33,7 +33,7 @@ from tenants import rls
 from tenants.domain.access import Principal
 from tenants.models import AuditEvent
 from tenants.services.scopes import PermissionDenied
-from tests.support.tenancy import Tenant
+from tests.support.tenancy import Tenant, admin_site_login
 
 pytestmark = pytest.mark.django_db
 
@@ -360,12 +360,6 @@ def test_the_seal_covers_the_pinned_ontology_version(tenant_a: Tenant) -> None:
 # --- the admin saves through the use cases -------------------------------------------------
 
 
-def _staff(tenant: Tenant, client: Client) -> None:
-    tenant.admin.is_staff = tenant.admin.is_superuser = True
-    tenant.admin.save()
-    client.force_login(tenant.admin)
-
-
 def _admin_form(**fields: str) -> dict[str, str]:
     return {
         "label": "is served from", "description": "", "words": "served\r\nbackend, api",
@@ -376,7 +370,7 @@ def _admin_form(**fields: str) -> dict[str, str]:
 def test_a_predicate_added_in_the_admin_goes_through_the_service(
     tenant_a: Tenant, client: Client
 ) -> None:
-    _staff(tenant_a, client)
+    admin_site_login(client, tenant_a.admin)
     data = _admin_form(group_id=tenant_a.workspace.group_id, name="RUNS_ON")
     response = client.post("/admin/curation/predicate/add/", data)
     assert response.status_code == 302, response.content.decode()[-2000:]
@@ -388,7 +382,7 @@ def test_a_predicate_added_in_the_admin_goes_through_the_service(
 
 def test_a_predicate_saved_in_the_admin_is_a_new_version(tenant_a: Tenant, client: Client) -> None:
     _set(tenant_a, words=("served",))
-    _staff(tenant_a, client)
+    admin_site_login(client, tenant_a.admin)
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         row = Predicate.objects.get()
     response = client.post(f"/admin/curation/predicate/{row.pk}/change/",
@@ -402,7 +396,7 @@ def test_the_admin_shows_the_domains_refusal_as_a_form_error(
     tenant_a: Tenant, client: Client
 ) -> None:
     _set(tenant_a)
-    _staff(tenant_a, client)
+    admin_site_login(client, tenant_a.admin)
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         row = Predicate.objects.get()
     response = client.post(f"/admin/curation/predicate/{row.pk}/change/",
@@ -414,7 +408,7 @@ def test_the_admin_shows_the_domains_refusal_as_a_form_error(
 
 def test_the_admin_reset_action_goes_through_the_service(tenant_a: Tenant, client: Client) -> None:
     _set(tenant_a)
-    _staff(tenant_a, client)
+    admin_site_login(client, tenant_a.admin)
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         row = Predicate.objects.get()
     response = client.post(

@@ -26,18 +26,8 @@ from curation.models import Source
 from curation.services.sources import source_create
 from curation.tasks import ingest_now
 from tenants import rls
+from tests.support.clock import FakeClock
 from tests.support.tenancy import Tenant
-
-
-class FakeClock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
 
 # --- pure: no database, milliseconds ---------------------------------------------------
 
@@ -105,7 +95,7 @@ def test_reporter_prints_plain_lines_off_a_terminal() -> None:
     clock, written = FakeClock(), []
     reporter = ProgressReporter(write=written.append, tty=False, cadence=Cadence(5), clock=clock)
     for done in range(1, 5):
-        clock.now += 3
+        clock.advance(3)
         reporter.update(done, 4)
     reporter.finish()
     assert written == [
@@ -118,7 +108,7 @@ def test_reporter_redraws_a_bar_in_place_on_a_terminal() -> None:
     clock, written = FakeClock(), []
     reporter = ProgressReporter(write=written.append, tty=True, clock=clock)
     for done in range(1, 4):
-        clock.now += 1
+        clock.advance(1)
         reporter.update(done, 3)
     reporter.finish()
     assert all(text.startswith("\r[") and ERASE_TO_END in text for text in written)

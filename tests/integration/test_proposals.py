@@ -25,7 +25,7 @@ from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.models import AuditEvent
 from tenants.services.api_keys import IssuedKey
-from tests.support.tenancy import Tenant, markdown_source
+from tests.support.tenancy import Tenant, admin_site_login, markdown_source
 
 pytestmark = pytest.mark.django_db
 
@@ -295,9 +295,7 @@ def test_an_admin_can_turn_agents_proposals_off(tenant_a: Tenant, client: Client
 def test_the_source_admin_shows_the_agents_source(tenant_a: Tenant, client: Client) -> None:
     actor = tenant_a.principal(tenant_a.admin)
     source_id = claim_propose(actor=actor, store=_store(), **FACT).source_id
-    tenant_a.admin.is_staff = tenant_a.admin.is_superuser = True
-    tenant_a.admin.save()
-    client.force_login(tenant_a.admin)
+    admin_site_login(client, tenant_a.admin)
     listing = client.get("/admin/curation/source/", {"kind": AGENT_KIND})
     assert listing.status_code == 200
     assert "Agent proposals" in listing.content.decode()

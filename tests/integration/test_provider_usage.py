@@ -41,7 +41,7 @@ def _rows(tenant: Tenant) -> list[ProviderUsage]:
 def _metered() -> CachedEmbedder:
     """A provider embedder as wiring builds one (cache, the process's meter); the test
     settings' hashing embedder is local and unwrapped, so it is wrapped here."""
-    return CachedEmbedder(HashingEmbedder(), meter=wiring.embedding_meter())
+    return CachedEmbedder(HashingEmbedder(), meter=wiring.provider_meter())
 
 
 def _staff_client(client: Client, user: object) -> Client:

@@ -16,8 +16,6 @@ from django.test import Client
 from django.utils import timezone
 
 from curation.models import Claim
-from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, Weights
 from retrieval.models import EvaluationRun, WeightActivation, WeightSet
@@ -26,6 +24,7 @@ from retrieval.services.evaluation import evaluation_run, golden_import_jsonl
 from retrieval.services.weights import weight_set_activate, weight_set_create
 from tenants import rls
 from tenants.models import AuditEvent
+from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -91,16 +90,8 @@ def _evaluate(tenant: Tenant) -> EvaluationRun:
 @pytest.fixture
 def corpus(tenant_a: Tenant, tmp_path: Path) -> Tenant:
     """Acme's workspace with three ingested, indexed documents and a golden set of three."""
-    for name, text in DOCS.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
+    ingest_markdown(tenant_a, tmp_path, DOCS)
     actor = _admin(tenant_a)
-    with rls.tenant_context(actor):
-        source = source_create(
-            actor=actor, group_id=tenant_a.workspace.group_id, name="docs", kind="markdown",
-            config={"root": str(tmp_path)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=source.group_id)
-    process_outbox()
     with rls.tenant_context(actor):
         golden_import_jsonl(group_id=tenant_a.workspace.group_id, lines=GOLDEN)
     return tenant_a

@@ -297,3 +297,38 @@ def test_the_admin_action_asks_why_then_retracts_through_the_service(
     assert _claim(tenant_a, "k8s-prod-2").status == ClaimStatus.RETRACTED
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         assert AuditEvent.objects.get(action="source.retract").data["reason"] == "wrong repo"
+
+
+def test_an_organisations_claim_read_from_a_workspace_is_refused_not_an_error(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    # A workspace reads its organisation's published claims; retracting or reinstating
+    # one of them needs a role in the organisation: 403 with the reason, never a 500.
+    from curation.services.sources import source_create
+    from curation.tasks import ingest_now
+
+    (tmp_path / "org.md").write_text("# Org\n\nThe sso-gateway runs on k8s-core-1.\n")
+    org = tenant_a.org.group_id
+    operator = principal_system("test", group_ids=[org])
+    with rls.tenant_context(operator):
+        source = source_create(
+            actor=operator, group_id=org, name="handbook", kind="markdown",
+            config={"root": str(tmp_path)}, trust_tier=1,
+        )  # fmt: skip
+    assert not ingest_now(source_id=source.pk, group_id=org).error
+    with rls.tenant_context(operator):
+        claim = Claim.objects.get(predicate="RUNS_ON")
+        episode = Episode.objects.get(source=source)
+    with rls.tenant_context(tenant_a.principal(tenant_a.reviewer)):
+        assert Claim.objects.filter(pk=claim.pk).exists()  # readable from the workspace
+
+    for url in (
+        f"/api/v1/claims/{claim.pk}/retract",
+        f"/api/v1/episodes/{episode.pk}/retract",  # its citation is readable too
+        f"/api/v1/claims/{claim.pk}/reinstate",
+    ):
+        status, body = _post(client, tenant_a.reviewer, url)
+        assert status == 403, (url, status, body)
+        assert "reviewer or admin role" in body["detail"]
+    with rls.tenant_context(operator):
+        assert Claim.objects.get(pk=claim.pk).status == ClaimStatus.PUBLISHED

@@ -12,32 +12,19 @@ from curation.domain.outbox import Consumer, Priority
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, OutboxJob
 from curation.services import review
-from curation.services.sources import source_create
-from curation.tasks import ingest_now
 from tenants import rls
 from tenants.models import AuditEvent
 from tenants.services.scopes import PermissionDenied
-from tests.support.tenancy import Tenant
+from tests.support.ingest import ingest_folder
+from tests.support.tenancy import Tenant, admin_site_login
 
 pytestmark = pytest.mark.django_db
 
 
-def _ingest(tenant: Tenant, root: Path, *, tier: int, name: str = "docs") -> None:
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name=name, kind="markdown",
-            config={"root": str(root)}, trust_tier=tier,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=source.group_id)
-
-
 @pytest.fixture
 def pending(tenant_a: Tenant, tmp_path: Path) -> Tenant:
-    (tmp_path / "svc.md").write_text(
-        "# Billing\n\nThe billing-api runs on k8s-prod-1. The billing-api depends on ledger-db.\n"
-    )
-    _ingest(tenant_a, tmp_path, tier=3)
+    text = "The billing-api runs on k8s-prod-1. The billing-api depends on ledger-db."
+    ingest_folder(tenant_a, tmp_path, {"svc.md": f"# Billing\n\n{text}\n"}, tier=3)
     return tenant_a
 
 
@@ -115,8 +102,7 @@ def test_edit_then_approve_publishes_the_corrected_value(pending: Tenant) -> Non
 
 
 def test_a_proposal_is_accepted_into_publication(tenant_a: Tenant, tmp_path: Path) -> None:
-    (tmp_path / "p.md").write_text("# P\n\nThe search-api uses elastic-8.\n")
-    _ingest(tenant_a, tmp_path, tier=4)
+    ingest_folder(tenant_a, tmp_path, {"p.md": "# P\n\nThe search-api uses elastic-8.\n"}, tier=4)
     claim = _one(tenant_a, "USES")
     actor = tenant_a.principal(tenant_a.reviewer)
     with rls.tenant_context(actor):
@@ -127,9 +113,8 @@ def test_a_proposal_is_accepted_into_publication(tenant_a: Tenant, tmp_path: Pat
 
 def _two_sources(tenant: Tenant, root: Path, first: str, second: str, *, tiers: tuple[int, int]):
     for name, text, tier in (("one", first, tiers[0]), ("two", second, tiers[1])):
-        (root / name).mkdir()
-        (root / name / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
-        _ingest(tenant, root / name, tier=tier, name=f"{name}-tier-{tier}")
+        files = {f"{name}.md": f"# {name}\n\n{text}\n"}
+        ingest_folder(tenant, root / name, files, tier=tier, name=f"{name}-tier-{tier}")
 
 
 def test_an_approval_says_which_published_value_it_superseded(
@@ -251,9 +236,7 @@ def test_the_raw_artifact_is_served_as_plain_text(pending: Tenant, client: Clien
 
 def test_admin_action_approves_through_the_review_service(pending: Tenant, client: Client) -> None:
     claim = _one(pending, "RUNS_ON")
-    pending.admin.is_staff = pending.admin.is_superuser = True
-    pending.admin.save()
-    client.force_login(pending.admin)
+    admin_site_login(client, pending.admin)
     response = client.post(
         "/admin/curation/claim/", {"action": "approve_selected", "_selected_action": [claim.pk]}
     )
@@ -268,9 +251,7 @@ def test_admin_episode_page_links_the_raw_artifact(pending: Tenant, client: Clie
     claim = _one(pending, "RUNS_ON")
     with rls.tenant_context(pending.principal(pending.admin)):
         episode_id = claim.evidence.get().episode_id
-    pending.admin.is_staff = pending.admin.is_superuser = True
-    pending.admin.save()
-    client.force_login(pending.admin)
+    admin_site_login(client, pending.admin)
     html = client.get(f"/admin/curation/episode/{episode_id}/change/").content.decode()
     assert f"/review/episodes/{episode_id}/raw" in html
     html = client.get(f"/admin/curation/claim/{claim.pk}/change/").content.decode()
@@ -292,13 +273,10 @@ def test_a_nul_character_in_a_reason_is_a_400_not_a_500(pending: Tenant, client:
 def test_the_queue_shows_the_published_value_an_approval_would_supersede(
     tenant_a: Tenant, tmp_path: Path, client: Client
 ) -> None:
-    published, pending = tmp_path / "a", tmp_path / "b"
-    published.mkdir()
-    pending.mkdir()
-    (published / "x.md").write_text("# X\n\nThe billing-api runs on k8s-prod-1.\n")
-    (pending / "y.md").write_text("# Y\n\nThe billing-api runs on k8s-prod-2.\n")
-    _ingest(tenant_a, published, tier=1, name="cmdb-like")
-    _ingest(tenant_a, pending, tier=3, name="wiki")
+    published = {"x.md": "# X\n\nThe billing-api runs on k8s-prod-1.\n"}
+    pending = {"y.md": "# Y\n\nThe billing-api runs on k8s-prod-2.\n"}
+    ingest_folder(tenant_a, tmp_path / "a", published, tier=1, name="cmdb-like")
+    ingest_folder(tenant_a, tmp_path / "b", pending, tier=3, name="wiki")
     client.force_login(tenant_a.reviewer)
     html = client.get("/review/", {"predicate": "RUNS_ON"}).content.decode()
     assert "<del>The billing-api runs on k8s-prod-1.</del>" in html
@@ -307,13 +285,10 @@ def test_the_queue_shows_the_published_value_an_approval_would_supersede(
 def test_the_queue_shows_no_supersession_for_a_multi_valued_predicate(
     tenant_a: Tenant, tmp_path: Path, client: Client
 ) -> None:
-    published, pending = tmp_path / "a", tmp_path / "b"
-    published.mkdir()
-    pending.mkdir()
-    (published / "x.md").write_text("# X\n\nThe billing-api depends on ledger-db.\n")
-    (pending / "y.md").write_text("# Y\n\nThe billing-api depends on auth-api.\n")
-    _ingest(tenant_a, published, tier=1, name="cmdb-like")
-    _ingest(tenant_a, pending, tier=3, name="wiki")
+    published = {"x.md": "# X\n\nThe billing-api depends on ledger-db.\n"}
+    pending = {"y.md": "# Y\n\nThe billing-api depends on auth-api.\n"}
+    ingest_folder(tenant_a, tmp_path / "a", published, tier=1, name="cmdb-like")
+    ingest_folder(tenant_a, tmp_path / "b", pending, tier=3, name="wiki")
     client.force_login(tenant_a.reviewer)
     html = client.get("/review/", {"predicate": "DEPENDS_ON"}).content.decode()
     assert "depends on auth-api" in html

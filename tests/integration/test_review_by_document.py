@@ -11,9 +11,8 @@ from django.test import Client
 
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode
-from curation.services.sources import source_create
-from curation.tasks import ingest_now
 from tenants import rls
+from tests.support.ingest import ingest_folder
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -31,27 +30,12 @@ OTHER = "# Search\n\nThe search-api uses elastic-8.\n"
 QUERIES = 18
 
 
-def _ingest(tenant: Tenant, root: Path, files: dict[str, str]) -> None:
-    """Real ingestion of a tier-3 Markdown folder: every claim waits for review."""
-    root.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (root / name).write_text(text, encoding="utf-8")
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name=f"runbooks-{root.name}",
-            kind="markdown", config={"root": str(root)}, trust_tier=3,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert report is not None
-    assert not report.error, report.error
-
-
 @pytest.fixture
 def runbooks(tenant_a: Tenant, tmp_path: Path) -> Tenant:
     """Two tier-3 documents in Acme's workspace: the runbook (two relations and its
     passage) and another (one relation and its passage)."""
-    _ingest(tenant_a, tmp_path / "docs", {"billing.md": RUNBOOK, "search.md": OTHER})
+    docs = {"billing.md": RUNBOOK, "search.md": OTHER}
+    ingest_folder(tenant_a, tmp_path / "docs", docs, tier=3, name="runbooks")
     return tenant_a
 
 
@@ -221,7 +205,7 @@ def test_the_card_view_costs_a_fixed_number_of_queries(
     tenant_a: Tenant, tmp_path: Path, client: Client, django_assert_num_queries, documents: int
 ) -> None:
     files = {f"svc-{i}.md": RUNBOOK.replace("billing", f"svc{i}") for i in range(documents)}
-    _ingest(tenant_a, tmp_path / "many", files)
+    ingest_folder(tenant_a, tmp_path / "many", files, tier=3, name="runbooks")
     client.force_login(tenant_a.reviewer)
 
     with django_assert_num_queries(QUERIES):

@@ -26,11 +26,13 @@ from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from curation import bootstrap as curation_bootstrap
 from curation.domain.ontology import PredicateSense
 from curation.domain.outbox import Consumer
 from curation.models import Episode, OutboxPause
 from curation.services.entities import entity_resolve
 from curation.services.ontology import ontology_predicate_set
+from curation.services.reprocess import reprocess_start
 from curation.services.sources import source_create
 from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap as retrieval_bootstrap
@@ -128,10 +130,16 @@ def _fill(tenant: Tenant, root: Path) -> None:
         )  # fmt: skip
     report = ingest_now(source_id=cmdb.pk, group_id=cmdb.group_id)
     assert not report.error, report.error  # a structured item: its entity identity
+    # The item read again by today's extractors: a reprocessing run.
+    with rls.tenant_context(tenant.principal(tenant.admin)):
+        reprocess_start(
+            actor=tenant.principal(tenant.admin), source_id=cmdb.pk,
+            adapters=curation_bootstrap.providers().read_adapters_for(cmdb), everything=True,
+        )  # fmt: skip
     process_outbox()  # search documents, lexical postings and statistics, embedding pin
     principal = tenant.principal(tenant.admin)
     with rls.tenant_context(principal):  # provider usage, charged to the workspace
-        CachedEmbedder(HashingEmbedder(), meter=wiring.embedding_meter()).embed(["cost"])
+        CachedEmbedder(HashingEmbedder(), meter=wiring.provider_meter()).embed(["cost"])
     flush_provider_usage()
     providers = retrieval_bootstrap.providers()
     with rls.tenant_context(principal):

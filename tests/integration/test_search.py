@@ -3,47 +3,32 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 import pytest
 from django.test import Client
 
-from curation.services.sources import source_create
 from curation.tasks import ingest_now, process_outbox
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.models import SearchDocument, SearchHit
 from retrieval.services.index import DimensionMismatch, index_claims
 from tenants import rls
+from tests.support.ingest import T0, ingest_folder, ingest_markdown, write_at
+from tests.support.lifecycle import history_written_by_hand
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 SIGNALS = {"relevance", "authority", "verification", "recency", "feedback", "confidence"}
-
-
-def _write(root: Path, name: str, text: str, at: dt.datetime = T0) -> None:
-    (root / name).write_text(text, encoding="utf-8")
-    os.utime(root / name, (at.timestamp(), at.timestamp()))
-
-
-def _ingest(tenant: Tenant, root: Path) -> None:
-    principal = tenant.principal(tenant.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant.workspace.group_id, name="docs", kind="markdown",
-            config={"root": str(root)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=source.group_id)
-    process_outbox()
 
 
 @pytest.fixture
 def corpus(tenant_a: Tenant, tmp_path: Path) -> Tenant:
-    _write(tmp_path, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-1.\n")
-    _write(tmp_path, "ledger.md", "# Ledger\n\nThe ledger-db stores the double-entry books.\n")
-    _write(tmp_path, "hanoi.md", "# Hà Nội\n\nDịch vụ thanh toán chạy trên cụm máy chủ Hà Nội.\n")
-    _ingest(tenant_a, tmp_path)
+    docs = {
+        "billing.md": "# Billing\n\nThe billing-api runs on k8s-prod-1.\n",
+        "ledger.md": "# Ledger\n\nThe ledger-db stores the double-entry books.\n",
+        "hanoi.md": "# Hà Nội\n\nDịch vụ thanh toán chạy trên cụm máy chủ Hà Nội.\n",
+    }
+    ingest_markdown(tenant_a, tmp_path, docs, at=T0)
     tenant_a.root = tmp_path  # type: ignore[attr-defined]
     return tenant_a
 
@@ -77,7 +62,7 @@ def test_superseded_facts_are_hidden_now_and_visible_as_of_the_past(
     corpus: Tenant, client: Client
 ) -> None:
     later = T0 + dt.timedelta(days=30)
-    _write(corpus.root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-2.\n", later)
+    write_at(corpus.root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-2.\n", later)
     principal = corpus.principal(corpus.admin)
     with rls.tenant_context(principal):
         from curation.models import Source
@@ -214,15 +199,12 @@ def test_a_batch_is_embedded_in_one_model_call(tenant_a: Tenant, tmp_path: Path)
     from retrieval.adapters.embedders import CachedEmbedder
     from retrieval.services.index import index_job, index_prepare
 
-    _write(tmp_path, "a.md", "# A\n\nThe api-a runs on node-1.\n")
-    _write(tmp_path, "b.md", "# B\n\nThe api-b runs on node-2.\n")
+    docs = {
+        "a.md": "# A\n\nThe api-a runs on node-1.\n",
+        "b.md": "# B\n\nThe api-b runs on node-2.\n",
+    }
+    ingest_folder(tenant_a, tmp_path, docs, at=T0)
     principal = tenant_a.principal(tenant_a.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant_a.workspace.group_id, name="docs", kind="markdown",
-            config={"root": str(tmp_path)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=source.group_id)
     counting = CountingEmbedder()
     cached = CachedEmbedder(counting)
     with rls.tenant_context(principal):
@@ -248,7 +230,8 @@ def test_retracted_facts_are_hidden_now_and_visible_as_of_the_past(
     with rls.tenant_context(corpus.principal(corpus.admin)), transaction.atomic():
         # What withdrawing a source does to its published claims: end them, re-project.
         claim = Claim.objects.get(fact_text__contains="ledger-db stores")
-        Claim.objects.filter(pk=claim.pk).update(status="retracted", valid_to=retracted_at)
+        with history_written_by_hand():
+            Claim.objects.filter(pk=claim.pk).update(status="retracted", valid_to=retracted_at)
         outbox_enqueue(
             group_id=claim.group_id, kind="claim.project", payload={"claim_id": claim.pk}
         )
@@ -355,14 +338,10 @@ def test_a_small_workspace_in_a_large_vector_index_gets_its_whole_vector_list(
     from retrieval.domain.query import Query
     from retrieval.services.search import stage1_lists
 
-    (tmp_path / "a").mkdir()
-    for n in range(40):
-        _write(tmp_path / "a", f"doc{n}.md", f"# Doc {n}\n\nThe service svc-{n} runs on k8s.\n")
-    _ingest(tenant_a, tmp_path / "a")
-    (tmp_path / "b").mkdir()
-    for n in range(3):
-        _write(tmp_path / "b", f"b{n}.md", f"# Team {n}\n\nTeam {n} owns the payroll.\n")
-    _ingest(tenant_b, tmp_path / "b")
+    services = {f"doc{n}.md": f"# Doc {n}\n\nThe service svc-{n} runs on k8s.\n" for n in range(40)}
+    ingest_markdown(tenant_a, tmp_path / "a", services, at=T0)
+    teams = {f"b{n}.md": f"# Team {n}\n\nTeam {n} owns the payroll.\n" for n in range(3)}
+    ingest_markdown(tenant_b, tmp_path / "b", teams, at=T0)
     with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
         own = set(SearchDocument.objects.values_list("claim_id", flat=True))
         with connection.cursor() as cursor:

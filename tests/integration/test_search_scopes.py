@@ -10,33 +10,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
-from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.services.scopes import membership_grant
-from tests.support.ingest import T0, write_at
-from tests.support.tenancy import PASSWORD, Tenant, markdown_source
+from tests.support.ingest import T0, drain_outbox, ingest_markdown, ingest_run, write_files
+from tests.support.tenancy import PASSWORD, Tenant, create_source
 
 pytestmark = pytest.mark.django_db
 
 FACT = "# Billing\n\nThe billing-api runs on k8s-prod-1.\n"
-
-
-def _ingest(principal, group_id: str, root: Path, name: str, source: int | None = None) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    write_at(root, "billing.md", FACT, T0)
-    if source is None:
-        with rls.tenant_context(principal):
-            source = source_create(
-                actor=principal, group_id=group_id, name=name, kind="markdown",
-                config={"root": str(root)}, trust_tier=1,
-            ).pk  # fmt: skip
-    report = ingest_now(source_id=source, group_id=group_id)
-    assert report is not None
-    assert not report.error, report.error
-    while process_outbox():
-        pass
 
 
 def _hits(client: Client, **params: str) -> tuple[int, dict]:
@@ -49,10 +30,15 @@ def test_a_fact_in_the_organisation_and_its_workspace_comes_back_once_citing_bot
 ) -> None:
     owner = get_user_model().objects.create_user(username="olga", password=PASSWORD)
     membership_grant(user_id=owner.pk, scope_id=tenant_a.org.pk, role=Role.OWNER)
-    principal = tenant_a.principal(owner)
-    _ingest(principal, tenant_a.org.group_id, tmp_path / "org", "org-docs")
-    source = markdown_source(tenant_a, tmp_path / "ws", tier=1)
-    _ingest(None, tenant_a.workspace.group_id, tmp_path / "ws", "ws-docs", source=source)
+    org = tenant_a.org.group_id
+    write_files(tmp_path / "org", {"billing.md": FACT}, at=T0)
+    source_id = create_source(
+        tenant_a.principal(owner), group_id=org, kind="markdown", name="org-docs",
+        config={"root": str(tmp_path / "org")}, tier=1,
+    )  # fmt: skip
+    ingest_run(source_id=source_id, group_id=org)
+    drain_outbox()
+    ingest_markdown(tenant_a, tmp_path / "ws", {"billing.md": FACT}, at=T0)
     client.force_login(owner)
 
     status, body = _hits(client)

@@ -24,7 +24,6 @@ from django.test import Client
 
 from curation.models import Source
 from curation.tasks import ingest_now, process_outbox
-from retrieval import bootstrap
 from retrieval.domain import lexical, ranking
 from retrieval.domain.query import Query
 from retrieval.domain.ranking import Weights
@@ -37,12 +36,12 @@ from retrieval.models import (
 )
 from retrieval.services.search import sql
 from retrieval.services.search.snapshot_sql import SnapshotIndex
-from retrieval.services.snapshots import Pinning, snapshot_build, snapshot_take
+from retrieval.services.snapshots import snapshot_take
 from retrieval.services.weights import weight_set_activate, weight_set_create
 from tenants import rls
 from tenants.models import AuditEvent
-from tenants.selectors import principal_system
 from tests.support.ingest import T0, T1, ingest_billing_history, ingest_markdown, write_at
+from tests.support.snapshots import seal, sealed_snapshot
 from tests.support.tenancy import Tenant
 from tests.support.workers import celery_worker
 
@@ -228,15 +227,7 @@ def test_erasure_removes_its_content_from_sealed_snapshots_which_are_resealed(
     with rls.tenant_context(admin):
         snapshot = snapshot_take(actor=admin, group_id=group_id, name="before")
         unsealed = snapshot_take(actor=admin, group_id=group_id, name="pending")
-    providers = bootstrap.providers()
-    pinning = Pinning(
-        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
-    )
-    built = snapshot_build(
-        snapshot.pk, actor=principal_system("t", group_ids=[group_id]), pinning=pinning
-    )
-    assert built is not None
-    assert built.status == Snapshot.Status.SEALED
+    seal(snapshot)
 
     def hits(q: str, snapshot_id: int) -> list[str]:
         response = _get(client, tenant_a.viewer, "/api/v1/search", q=q, snapshot=snapshot_id)
@@ -301,16 +292,7 @@ def test_snapshot_postings_are_read_best_first_by_an_impact_under_the_seal(
     ingest_markdown(tenant_a, tmp_path, docs)
     group_id = tenant_a.workspace.group_id
     admin = tenant_a.principal(tenant_a.admin)
-    with rls.tenant_context(admin):
-        taken = snapshot_take(actor=admin, group_id=group_id, name="impact")
-    providers = bootstrap.providers()
-    pinning = Pinning(
-        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
-    )
-    snapshot = snapshot_build(
-        taken.pk, actor=principal_system("t", group_ids=[group_id]), pinning=pinning
-    )
-    assert snapshot is not None
+    snapshot = sealed_snapshot(tenant_a, name="impact")
     assert snapshot.pins["postings_per_term"] == sql.POSTINGS_PER_TERM
     with rls.tenant_context(admin):
         kept, counted = _term_counts(snapshot.pk)

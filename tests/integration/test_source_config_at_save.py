@@ -22,7 +22,7 @@ from curation.models import Source
 from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import AuditEvent
-from tests.support.tenancy import Tenant, markdown_source
+from tests.support.tenancy import Tenant, admin_site_login, markdown_source
 
 pytestmark = pytest.mark.django_db
 
@@ -106,9 +106,7 @@ def test_rest_creates_the_source_when_the_config_keeps_the_rules(
 
 def _admin_edit(client: Client, tenant: Tenant, source_id: int, config: dict[str, Any]) -> Any:
     """The admin's change form posted as a browser would, with a new config."""
-    tenant.admin.is_staff = tenant.admin.is_superuser = True
-    tenant.admin.save()
-    client.force_login(tenant.admin)
+    admin_site_login(client, tenant.admin)
     form = {
         "name": "docs", "config": json.dumps(config), "token_env": "", "trust_tier": "1",
         "schedule_seconds": "", "enabled": "on", "_save": "Save",

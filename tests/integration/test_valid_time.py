@@ -22,7 +22,7 @@ from curation.tasks import ingest_now, process_outbox
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.domain.query import Query
 from tenants import rls
-from tests.support.ingest import write_at
+from tests.support.ingest import ingest_cmdb, write_at
 from tests.support.tenancy import Tenant, markdown_source
 
 pytestmark = pytest.mark.django_db
@@ -142,25 +142,16 @@ def test_dates_written_in_the_sentences_set_each_claims_validity(
 def test_cmdb_columns_named_by_the_source_give_each_records_validity(
     tenant_a: Tenant, tmp_path: Path
 ) -> None:
-    from curation.services.sources import source_create
-
-    export = tmp_path / "cmdb.csv"
-    export.write_text(
+    export = (
         "id,name,host,in_service,retired\n"
         "ci-1,payments-api,k8s-a,2019-01-01,2024-03-01\n"
-        "ci-2,ledger,k8s-b,sometime in 2020,\n",
-        encoding="utf-8",
+        "ci-2,ledger,k8s-b,sometime in 2020,\n"
     )
+    ingest_cmdb(
+        tenant_a, tmp_path / "cmdb.csv", export,
+        valid_from_field="In_Service", valid_to_field="retired",
+    )  # fmt: skip
     principal = tenant_a.principal(tenant_a.admin)
-    with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, group_id=tenant_a.workspace.group_id, name="cmdb", kind="cmdb",
-            config={"path": str(export), "valid_from_field": "In_Service",
-                    "valid_to_field": "retired"},
-            trust_tier=1,
-        )  # fmt: skip
-    report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert not report.error, report.error
 
     def host_of(name: str, instant: dt.datetime | None) -> list[str]:
         with rls.tenant_context(principal):

@@ -25,15 +25,21 @@ RERANK = "/v1/rerank"
 ROUTES = frozenset({CHAT_COMPLETIONS, RERANK})
 
 
+# What a chat completion bills unless a test says otherwise: (prompt, completion) tokens.
+TOKENS = (412, 24)
+
+
 def completion(
     content: str | None,
     *,
     refusal: str | None = None,
     finish_reason: str = "stop",
     model: str = "gpt-4o-2024-08-06",
+    tokens: tuple[int, int] | None = TOKENS,
 ) -> dict[str, Any]:
-    """A chat.completion object as the API returns it."""
-    return {
+    """A chat.completion object as the API returns it; `tokens=None` leaves out `usage`,
+    as some OpenAI-compatible servers do."""
+    answer = {
         "id": "chatcmpl-BAx3kQeW9nV0aJ2rT7yLm5sPdFh1c",
         "object": "chat.completion",
         "created": 1_741_570_283,
@@ -52,9 +58,9 @@ def completion(
             }
         ],
         "usage": {
-            "prompt_tokens": 412,
-            "completion_tokens": 24,
-            "total_tokens": 436,
+            "prompt_tokens": tokens[0] if tokens else 0,
+            "completion_tokens": tokens[1] if tokens else 0,
+            "total_tokens": sum(tokens or ()),
             "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
             "completion_tokens_details": {
                 "reasoning_tokens": 0,
@@ -66,6 +72,9 @@ def completion(
         "service_tier": "default",
         "system_fingerprint": "fp_a7d06e42a7",
     }
+    if tokens is None:
+        del answer["usage"]
+    return answer
 
 
 def rerank_answer(
@@ -98,9 +107,17 @@ class StubModelAPI:
         self.answers.append((status, content_type, data))
 
     def reply(
-        self, content: str | None, *, refusal: str | None = None, finish_reason: str = "stop"
+        self,
+        content: str | None,
+        *,
+        refusal: str | None = None,
+        finish_reason: str = "stop",
+        tokens: tuple[int, int] | None = TOKENS,
     ) -> None:
-        self.answer(200, completion(content, refusal=refusal, finish_reason=finish_reason))
+        self.answer(
+            200,
+            completion(content, refusal=refusal, finish_reason=finish_reason, tokens=tokens),
+        )
 
     def reply_json(self, verdict: Any) -> None:
         self.reply(json.dumps(verdict))

@@ -15,7 +15,7 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from curation.adapters.connectors.http import ResilientHttp, RetryPolicy
+from curation.domain.records import FetchPage, RecordFailure, SourceRecord
 
 TOKEN = "t0ken-SECRET-4242"
 CONFLUENCE_SEARCH = "/wiki/rest/api/content/search"
@@ -77,14 +78,14 @@ class RecordedRequest:
     headers: dict[str, str]  # lower-case names
 
 
-class RecordingSleep:
-    """A sleep that only records how long it was asked to wait."""
+def fetched(pages: Iterable[FetchPage]) -> list[SourceRecord | RecordFailure]:
+    """Every item (record or failure) of a connector's pages, in order."""
+    return [item for page in pages for item in page.items]
 
-    def __init__(self) -> None:
-        self.calls: list[float] = []
 
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
+def fetched_ids(pages: Iterable[FetchPage]) -> list[str]:
+    """The external ids of every item of a connector's pages, in order."""
+    return [item.external_id for item in fetched(pages)]
 
 
 def quick_http(

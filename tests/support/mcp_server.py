@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.web import free_port
-from tests.support.workers import ROOT
+from tests.support.workers import ROOT, terminate
 
 
 @dataclass(frozen=True)
@@ -67,12 +66,7 @@ def mcp_server(
                 time.sleep(0.3)
         yield McpServer(base=base)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process)
 
 
 async def _session(

@@ -44,9 +44,16 @@ def celery_worker(
                 pytest.fail(f"the worker did not come up:\n{log_path.read_text()}")
         yield process
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        terminate(process)
         log.close()
+
+
+def terminate(process: subprocess.Popen[bytes], *, timeout_s: float = 30) -> None:
+    """Stop a process of the test's as a supervisor would: SIGTERM, then SIGKILL if it is
+    still running after `timeout_s`."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

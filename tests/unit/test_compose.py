@@ -191,6 +191,56 @@ def test_object_store_is_s3_at_minio(services: dict[str, dict[str, Any]]) -> Non
     assert _url(env["VERA_OBJECT_STORE__ENDPOINT_URL"]).hostname == "minio"
 
 
+_MAKE_BUCKET = re.compile(r'mc mb --ignore-existing "?(?P<alias>[\w-]+)/(?P<bucket>[\w.-]+)"?')
+_SET_ALIAS = re.compile(r'mc alias set "?(?P<alias>[\w-]+)"? "?(?P<url>[^"\s]+)"?')
+
+
+def _shell_command(service: dict[str, Any]) -> str:
+    """A service's entrypoint and command as one line, with `$$NAME` expanded from its own
+    environment as the container's shell would."""
+    words: list[str] = []
+    for key in ("entrypoint", "command"):
+        value = service.get(key) or []
+        words += [value] if isinstance(value, str) else [str(word) for word in value]
+    env = _environment(service)
+    return re.sub(
+        r"\$\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m[1], ""), " ".join(words)
+    )
+
+
+def _bucket_makers(services: dict[str, dict[str, Any]]) -> dict[str, re.Match[str]]:
+    """The services whose command makes the app's bucket (`mc mb`), with that match."""
+    bucket = _app_env(services)["VERA_OBJECT_STORE__BUCKET"]
+    found = {
+        name: _MAKE_BUCKET.search(_shell_command(service)) for name, service in services.items()
+    }
+    return {name: made for name, made in found.items() if made and made["bucket"] == bucket}
+
+
+def test_the_app_bucket_is_made_once_at_the_app_endpoint(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    makers = _bucket_makers(services)
+    assert len(makers) == 1, "no one-shot service makes VERA_OBJECT_STORE__BUCKET"
+    [(name, made)] = makers.items()
+    alias = _SET_ALIAS.search(_shell_command(services[name]))
+    assert alias, f"{name} sets no mc alias"
+    assert alias["alias"] == made["alias"]
+    assert alias["url"] == _app_env(services)["VERA_OBJECT_STORE__ENDPOINT_URL"]
+    assert services[name].get("restart") == "no"
+    assert services[name]["depends_on"]["minio"]["condition"] == "service_healthy"
+
+
+@pytest.mark.parametrize("name", [*APP_SERVICES, "mcp"])
+def test_app_service_starts_after_the_bucket_is_made(
+    services: dict[str, dict[str, Any]], name: str
+) -> None:
+    makers = list(_bucket_makers(services))
+    depends_on = services[name].get("depends_on") or {}
+    assert makers
+    assert depends_on.get(makers[0], {}).get("condition") == "service_completed_successfully"
+
+
 def test_app_settings_module_is_production(services: dict[str, dict[str, Any]]) -> None:
     assert _app_env(services)["DJANGO_SETTINGS_MODULE"] == "vera.settings.production"
 
@@ -284,3 +334,51 @@ def test_init_roles_passes_passwords_as_psql_variables() -> None:
 
 def test_init_roles_script_is_executable() -> None:
     assert INIT_ROLES.stat().st_mode & 0o111
+
+
+# --- metrics: every VERA process's samples reach web's /metrics ----------------------------
+
+METRICS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def _vera_services() -> list[str]:
+    """Every service that runs VERA's image (its code), whatever its command."""
+    services = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    image = services["web"]["image"]
+    return [name for name, service in services.items() if service.get("image") == image]
+
+
+def _mounts(service: dict[str, Any]) -> dict[str, str]:
+    """The service's mounts: container path -> source (a named volume, or a host path)."""
+    mounts = {}
+    for volume in service.get("volumes", []):
+        if isinstance(volume, dict):
+            mounts[volume["target"]] = volume.get("source", "")
+        else:
+            source, _, rest = volume.partition(":")
+            mounts[rest.split(":", 1)[0] if rest else source] = source if rest else ""
+    return mounts
+
+
+def test_every_vera_process_kind_runs_the_vera_image() -> None:
+    assert {"web", "mcp", *WORKERS, "beat"} <= set(_vera_services())
+
+
+@pytest.mark.parametrize("name", _vera_services())
+def test_vera_service_writes_metrics_into_webs_volume_at_the_same_path(
+    services: dict[str, dict[str, Any]], name: str
+) -> None:
+    web = _environment(services["web"])[METRICS_DIR]
+    directory = _environment(services[name]).get(METRICS_DIR)
+    assert directory == web, f"{name}: {METRICS_DIR}={directory!r}, web's is {web!r}"
+    assert _mounts(services[name]).get(directory) == _mounts(services["web"])[web] != ""
+
+
+def test_the_metrics_volume_is_named_and_empty_when_the_deployment_starts(
+    compose: dict[str, Any], services: dict[str, dict[str, Any]]
+) -> None:
+    source = _mounts(services["web"])[_environment(services["web"])[METRICS_DIR]]
+    # A named volume (not a host folder that outlives the deployment) on tmpfs: mounted
+    # while any container uses it, so it is empty at a start and kept across a restart.
+    options = (compose.get("volumes") or {})[source]["driver_opts"]
+    assert options["type"] == "tmpfs"

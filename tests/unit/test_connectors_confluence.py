@@ -11,15 +11,16 @@ import pytest
 from curation.adapters.connectors.confluence import ConfluenceConnector
 from curation.adapters.connectors.http import ResilientHttp
 from curation.domain.errors import ConnectorError
-from curation.domain.records import FetchPage, RecordFailure, SourceRecord
+from curation.domain.records import RecordFailure, SourceRecord
+from tests.support.clock import RecordingSleep
 from tests.support.fake_upstreams import (
     CONFLUENCE_SEARCH,
     TOKEN,
     FakeUpstreams,
     Fault,
-    RecordingSleep,
     confluence_page,
-    quick_http,
+    fetched,
+    fetched_ids,
 )
 
 
@@ -36,25 +37,10 @@ def upstream() -> Iterator[FakeUpstreams]:
         yield server
 
 
-@pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
-
-
-@pytest.fixture
-def http(sleep: RecordingSleep) -> Iterator[ResilientHttp]:
-    with quick_http(sleep) as client:
-        yield client
-
-
 def _connector(
     upstream: FakeUpstreams, http: ResilientHttp, *, token: str = TOKEN, **options: object
 ) -> ConfluenceConnector:
     return ConfluenceConnector(upstream.base_url, token=token, http=http, page_size=2, **options)  # type: ignore[arg-type]
-
-
-def _ids(pages: list[FetchPage]) -> list[str]:
-    return [item.external_id for page in pages for item in page.items]
 
 
 def test_pages_follow_next_links_when_results_span_several_pages(
@@ -62,7 +48,7 @@ def test_pages_follow_next_links_when_results_span_several_pages(
 ) -> None:
     pages = list(_connector(upstream, http).pages(cursor=None))
     assert [len(page.items) for page in pages] == [2, 2, 1]
-    assert _ids(pages) == ["101", "102", "103", "104", "105"]
+    assert fetched_ids(pages) == ["101", "102", "103", "104", "105"]
     starts = [request.params["start"] for request in upstream.requests_to(CONFLUENCE_SEARCH)]
     assert starts == ["0", "2", "4"]
 
@@ -131,7 +117,7 @@ def test_second_run_fetches_only_newer_pages_when_given_the_stored_cursor(
         "101", title="Runbook", when="2024-03-05T07:30:00.000Z", version=2
     )
     again = list(connector.pages(cursor=stored))
-    assert _ids(again) == ["106", "101"]
+    assert fetched_ids(again) == ["106", "101"]
     assert again[-1].cursor == "2024-03-05T07:30:00+00:00"
 
 
@@ -173,7 +159,7 @@ def test_result_without_a_body_fails_alone_when_others_are_fine(
     upstream: FakeUpstreams, http: ResilientHttp
 ) -> None:
     del upstream.confluence_pages[1]["body"]
-    items = [item for page in _connector(upstream, http).pages(cursor=None) for item in page.items]
+    items = fetched(_connector(upstream, http).pages(cursor=None))
     failures = [item for item in items if isinstance(item, RecordFailure)]
     assert [(failure.external_id, failure.reason[:28]) for failure in failures] == [
         ("102", "search result has no body.st")
@@ -185,7 +171,7 @@ def test_result_without_an_id_fails_alone_when_others_are_fine(
     upstream: FakeUpstreams, http: ResilientHttp
 ) -> None:
     del upstream.confluence_pages[0]["id"]
-    items = [item for page in _connector(upstream, http).pages(cursor=None) for item in page.items]
+    items = fetched(_connector(upstream, http).pages(cursor=None))
     assert items[0] == RecordFailure(
         "result 0", "search result has no id", url=f"{upstream.base_url}/wiki/spaces/ENG/pages/101"
     )
@@ -197,7 +183,7 @@ def test_rate_limit_is_waited_out_when_confluence_answers_429(
 ) -> None:
     upstream.fail_next(Fault.rate_limited("2"))
     pages = list(_connector(upstream, http).pages(cursor=None))
-    assert len(_ids(pages)) == 5
+    assert len(fetched_ids(pages)) == 5
     assert sleep.calls == [2.0]
 
 
@@ -208,7 +194,7 @@ def test_server_error_is_retried_when_it_happens_mid_pagination(
     first = next(pages)
     upstream.fail_next(Fault.server_error(502))
     rest = list(pages)
-    assert _ids([first, *rest]) == ["101", "102", "103", "104", "105"]
+    assert fetched_ids([first, *rest]) == ["101", "102", "103", "104", "105"]
 
 
 def test_exhausted_retries_raise_when_confluence_stays_down(

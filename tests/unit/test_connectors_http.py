@@ -16,14 +16,8 @@ from curation.adapters.connectors.http import (
     retry_after_seconds,
 )
 from curation.domain.errors import ConnectorError
-from tests.support.fake_upstreams import (
-    ECHO,
-    TOKEN,
-    FakeUpstreams,
-    Fault,
-    RecordingSleep,
-    quick_http,
-)
+from tests.support.clock import RecordingSleep
+from tests.support.fake_upstreams import ECHO, TOKEN, FakeUpstreams, Fault, quick_http
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -42,12 +36,8 @@ def upstream() -> Iterator[FakeUpstreams]:
 
 
 @pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
-
-
-@pytest.fixture
 def http(sleep: RecordingSleep) -> Iterator[ResilientHttp]:
+    """Three attempts and a short read timeout: the timeout tests wait less."""
     with quick_http(sleep, max_attempts=3, read_timeout_s=0.3) as client:
         yield client
 

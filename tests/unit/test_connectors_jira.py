@@ -11,13 +11,15 @@ import pytest
 from curation.adapters.connectors.http import ResilientHttp
 from curation.adapters.connectors.jira import JiraConnector
 from curation.domain.errors import ConnectorError
-from curation.domain.records import FetchPage, RecordFailure, SourceRecord
+from curation.domain.records import RecordFailure, SourceRecord
+from tests.support.clock import RecordingSleep
 from tests.support.fake_upstreams import (
     JIRA_SEARCH,
     TOKEN,
     FakeUpstreams,
     Fault,
-    RecordingSleep,
+    fetched,
+    fetched_ids,
     jira_issue,
     quick_http,
 )
@@ -36,32 +38,17 @@ def upstream() -> Iterator[FakeUpstreams]:
         yield server
 
 
-@pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
-
-
-@pytest.fixture
-def http(sleep: RecordingSleep) -> Iterator[ResilientHttp]:
-    with quick_http(sleep) as client:
-        yield client
-
-
 def _connector(
     upstream: FakeUpstreams, http: ResilientHttp, *, jql: str = "", page_size: int = 2
 ) -> JiraConnector:
     return JiraConnector(upstream.base_url, token=TOKEN, jql=jql, page_size=page_size, http=http)
 
 
-def _keys(pages: list[FetchPage]) -> list[str]:
-    return [item.external_id for page in pages for item in page.items]
-
-
 def test_pages_advance_start_at_when_results_span_several_pages(
     upstream: FakeUpstreams, http: ResilientHttp
 ) -> None:
     pages = list(_connector(upstream, http).pages(cursor=None))
-    assert _keys(pages) == ["OPS-1", "OPS-2", "OPS-3", "OPS-4", "OPS-5"]
+    assert fetched_ids(pages) == ["OPS-1", "OPS-2", "OPS-3", "OPS-4", "OPS-5"]
     params = [request.params for request in upstream.requests_to(JIRA_SEARCH)]
     assert [(p["startAt"], p["maxResults"]) for p in params] == [("0", "2"), ("2", "2"), ("4", "2")]
     assert all(
@@ -74,7 +61,7 @@ def test_paging_follows_what_came_back_when_jira_caps_max_results(
 ) -> None:
     upstream.jira_max_results_cap = 2
     pages = list(_connector(upstream, http, page_size=50).pages(cursor=None))
-    assert len(_keys(pages)) == 5
+    assert len(fetched_ids(pages)) == 5
     starts = [request.params["startAt"] for request in upstream.requests_to(JIRA_SEARCH)]
     assert starts == ["0", "2", "4"]
 
@@ -193,7 +180,7 @@ def test_second_run_fetches_only_newer_issues_when_given_the_stored_cursor(
     )
     upstream.jira_issues[1]["fields"]["updated"] = "2024-03-05T08:00:00.000+0000"
     again = list(connector.pages(cursor=stored))
-    assert _keys(again) == ["OPS-6", "OPS-2"]
+    assert fetched_ids(again) == ["OPS-6", "OPS-2"]
     assert again[-1].cursor == "2024-03-05T08:00:00+00:00"
 
 
@@ -210,7 +197,7 @@ def test_malformed_issues_fail_alone_when_others_are_fine(
 ) -> None:
     del upstream.jira_issues[0]["key"]
     upstream.jira_issues[2]["fields"]["updated"] = "not a date"
-    items = [item for page in _connector(upstream, http).pages(cursor=None) for item in page.items]
+    items = fetched(_connector(upstream, http).pages(cursor=None))
     failures = sorted(
         (item.reason, item.external_id.split()[0])
         for item in items
@@ -232,7 +219,7 @@ def test_server_error_is_retried_when_jira_answers_500_once(
     upstream: FakeUpstreams, http: ResilientHttp, sleep: RecordingSleep
 ) -> None:
     upstream.fail_next(Fault.server_error(500))
-    assert len(_keys(list(_connector(upstream, http).pages(cursor=None)))) == 5
+    assert len(fetched_ids(list(_connector(upstream, http).pages(cursor=None)))) == 5
     assert len(sleep.calls) == 1
 
 
@@ -241,7 +228,7 @@ def test_slow_answer_is_retried_when_it_exceeds_the_read_timeout(
 ) -> None:
     upstream.fail_next(Fault.slow(1.0))
     with quick_http(sleep, read_timeout_s=0.2) as http:
-        assert len(_keys(list(_connector(upstream, http).pages(cursor=None)))) == 5
+        assert len(fetched_ids(list(_connector(upstream, http).pages(cursor=None)))) == 5
 
 
 def test_unauthorised_raises_without_the_token_when_jira_answers_401(

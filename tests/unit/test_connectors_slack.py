@@ -11,13 +11,14 @@ from curation.adapters.connectors.http import ResilientHttp
 from curation.adapters.connectors.slack import SlackConnector, ts_time
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
+from tests.support.clock import RecordingSleep
 from tests.support.fake_upstreams import (
     SLACK_HISTORY,
     TOKEN,
     FakeUpstreams,
     Fault,
-    RecordingSleep,
-    quick_http,
+    fetched,
+    fetched_ids,
     slack_message,
 )
 
@@ -37,17 +38,6 @@ def upstream() -> Iterator[FakeUpstreams]:
         yield server
 
 
-@pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
-
-
-@pytest.fixture
-def http(sleep: RecordingSleep) -> Iterator[ResilientHttp]:
-    with quick_http(sleep) as client:
-        yield client
-
-
 def _connector(
     upstream: FakeUpstreams, http: ResilientHttp, *, token: str = TOKEN, channel: str = CHANNEL
 ) -> SlackConnector:
@@ -56,15 +46,11 @@ def _connector(
     )
 
 
-def _ids(pages: list[FetchPage]) -> list[str]:
-    return [item.external_id for page in pages for item in page.items]
-
-
 def test_pages_follow_next_cursor_when_history_spans_several_pages(
     upstream: FakeUpstreams, http: ResilientHttp
 ) -> None:
     pages = list(_connector(upstream, http).pages(cursor=None))
-    assert _ids(pages) == [
+    assert fetched_ids(pages) == [
         f"{CHANNEL}:1709299999.000500",
         f"{CHANNEL}:1709290000.000400",
         f"{CHANNEL}:1709287260.000200",
@@ -79,7 +65,7 @@ def test_pages_follow_next_cursor_when_history_spans_several_pages(
 def test_system_messages_are_skipped_when_they_have_a_non_content_subtype(
     upstream: FakeUpstreams, http: ResilientHttp
 ) -> None:
-    ids = _ids(list(_connector(upstream, http).pages(cursor=None)))
+    ids = fetched_ids(list(_connector(upstream, http).pages(cursor=None)))
     assert f"{CHANNEL}:1709287320.000300" not in ids
 
 
@@ -107,7 +93,7 @@ def test_rerun_misses_nothing_when_a_run_stopped_after_its_first_page(
     connector = _connector(upstream, http)
     interrupted = next(iter(connector.pages(cursor=None)))
     rerun = list(connector.pages(cursor=interrupted.cursor))
-    assert len(_ids(rerun)) == 4
+    assert len(fetched_ids(rerun)) == 4
 
 
 def test_second_run_fetches_only_newer_messages_when_given_the_stored_cursor(
@@ -118,7 +104,7 @@ def test_second_run_fetches_only_newer_messages_when_given_the_stored_cursor(
     upstream.slack_messages[CHANNEL].append(slack_message("1709300000.000600", "all clear"))
     again = list(connector.pages(cursor=stored))
     assert upstream.requests_to(SLACK_HISTORY)[-1].params["oldest"] == "1709299999.000500"
-    assert _ids(again) == [f"{CHANNEL}:1709300000.000600"]
+    assert fetched_ids(again) == [f"{CHANNEL}:1709300000.000600"]
     assert again[-1].cursor == "1709300000.000600"
 
 
@@ -173,7 +159,7 @@ def test_message_without_ts_fails_alone_when_others_are_fine(
     upstream: FakeUpstreams, http: ResilientHttp
 ) -> None:
     upstream.slack_messages[CHANNEL][1] = {"type": "message", "text": "lost ts"}
-    items = [item for page in _connector(upstream, http).pages(cursor=None) for item in page.items]
+    items = fetched(_connector(upstream, http).pages(cursor=None))
     failures = [item for item in items if isinstance(item, RecordFailure)]
     assert [failure.reason for failure in failures] == ["message has no valid ts: None"]
     assert len(items) == 4
@@ -199,7 +185,7 @@ def test_ratelimited_error_is_retried_when_slack_answers_ok_false(
     upstream: FakeUpstreams, http: ResilientHttp, sleep: RecordingSleep
 ) -> None:
     upstream.fail_next(Fault.slack_error("ratelimited", retry_after="4"))
-    assert len(_ids(list(_connector(upstream, http).pages(cursor=None)))) == 4
+    assert len(fetched_ids(list(_connector(upstream, http).pages(cursor=None)))) == 4
     assert sleep.calls == [4.0]
 
 
@@ -207,7 +193,7 @@ def test_http_429_is_waited_out_when_slack_sends_retry_after(
     upstream: FakeUpstreams, http: ResilientHttp, sleep: RecordingSleep
 ) -> None:
     upstream.fail_next(Fault.rate_limited("30"))
-    assert len(_ids(list(_connector(upstream, http).pages(cursor=None)))) == 4
+    assert len(fetched_ids(list(_connector(upstream, http).pages(cursor=None)))) == 4
     assert sleep.calls == [30.0]
 
 

@@ -35,6 +35,7 @@ from retrieval.adapters.embedders import (
     ResilientEmbedder,
     VoyageEmbedder,
 )
+from tests.support.clock import FakeClock, RecordingSleep
 
 API_KEY = "sk-test-not-a-real-key"
 
@@ -145,29 +146,6 @@ class EmbeddingStub:
                 """Quiet: the tests read `stub.requests` instead."""
 
         return Handler
-
-
-class FakeClock:
-    """A monotonic clock that only moves when told to."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-class RecordingSleep:
-    """Records the delays it is asked to wait, without waiting."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @pytest.fixture(scope="module")
@@ -306,9 +284,9 @@ def test_resilient_embedder_retries_a_transient_failure_with_jitter(
 
     assert vector == stub_vector("eventually answered", 64, None)
     assert len(stub.requests) == 3
-    assert len(sleep.delays) == 2
-    assert 0 <= sleep.delays[0] <= 0.5
-    assert 0 <= sleep.delays[1] <= 1.0
+    assert len(sleep.calls) == 2
+    assert 0 <= sleep.calls[0] <= 0.5
+    assert 0 <= sleep.calls[1] <= 1.0
 
 
 def test_resilient_embedder_does_not_retry_a_rejected_request(

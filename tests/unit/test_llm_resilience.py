@@ -25,6 +25,7 @@ class FailingModel:
     """Every role of a chat model whose provider is down; counts the requests it gets."""
 
     model = "down-1"
+    version = "llm/down-1"
     transient_errors = (Outage,)
 
     def __init__(self) -> None:

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from kernel.resilience import CircuitBreaker, CircuitOpen
 from retrieval.adapters.embedders import CachedEmbedder, Meter, ResilientEmbedder, Usage
-from tests.support.fake_upstreams import RecordingSleep
+from tests.support.clock import RecordingSleep
 from vera import metrics
 
 

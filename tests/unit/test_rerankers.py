@@ -21,8 +21,8 @@ from retrieval.adapters.rerankers import (
     VoyageReranker,
 )
 from retrieval.ports import Reranker, Reranking
+from tests.support.clock import RecordingSleep
 from tests.support.fake_models import CHAT_COMPLETIONS, RERANK, StubModelAPI, rerank_answer, serving
-from tests.support.fake_upstreams import RecordingSleep
 from vera import wiring
 
 API_KEY = "sk-test-SECRET-rerank-4242"

@@ -269,7 +269,7 @@ def _health() -> dict[str, Any]:
 
 async def _healthz(request: Request) -> Response:
     """What web's /healthz says, for this process: 503 only when Postgres does not answer
-    (no tool can work); a graph or Redis outage is "degraded", named."""
+    (no tool can work); a graph, Redis or object store outage is "degraded", named."""
     report = await anyio.to_thread.run_sync(_health)
     return JSONResponse(report, status_code=503 if report["failing"] else 200)
 

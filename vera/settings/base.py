@@ -86,7 +86,7 @@ TEMPLATES = [
 
 # --- PostgreSQL -----------------------------------------------------------------
 # DATABASE_URL is the *application* role: not superuser, not BYPASSRLS, owns nothing.
-# Migrations run with DATABASE_URL set to the owner role's URL (see README).
+# Migrations run with DATABASE_URL set to the owner role's URL (see docs/operations.md).
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", "postgres://vera_app@127.0.0.1:5432/vera"),
@@ -139,6 +139,7 @@ CELERY_TASK_ROUTES = {
     "curation.process_urgent_outbox": {"queue": "interactive"},
     "curation.process_outbox": {"queue": "projection"},
     "curation.ingest_source": {"queue": "ingest"},
+    "curation.reprocess_source": {"queue": "ingest"},
     "curation.schedule_sources": {"queue": "maintenance"},
     "vera.check_health": {"queue": "maintenance"},
     "retrieval.calibrate_workspaces": {"queue": "maintenance"},
@@ -186,6 +187,12 @@ VERA_OBJECT_STORE__BACKEND = env_str("VERA_OBJECT_STORE__BACKEND", "local")
 VERA_OBJECT_STORE__ROOT = env_str("VERA_OBJECT_STORE__ROOT", str(BASE_DIR / "var" / "objects"))
 VERA_OBJECT_STORE__BUCKET = env_str("VERA_OBJECT_STORE__BUCKET", "vera-artifacts")
 VERA_OBJECT_STORE__ENDPOINT_URL = env_str("VERA_OBJECT_STORE__ENDPOINT_URL", "")
+# S3 only: each attempt's connect and read timeouts, and botocore's retries of a
+# transient error (throttling, 5xx, connection) after the first attempt. A store that
+# keeps failing opens a circuit breaker: calls then fail at once until its trial.
+VERA_OBJECT_STORE__CONNECT_TIMEOUT_S = env_int("VERA_OBJECT_STORE__CONNECT_TIMEOUT_S", default=2)
+VERA_OBJECT_STORE__READ_TIMEOUT_S = env_int("VERA_OBJECT_STORE__READ_TIMEOUT_S", default=30)
+VERA_OBJECT_STORE__RETRIES = env_int("VERA_OBJECT_STORE__RETRIES", default=2)
 
 # --- Embeddings ----------------------------------------------------------------------
 # hashing (offline, deterministic) | minilm (local all-MiniLM-L6-v2, English)

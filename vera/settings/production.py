@@ -30,6 +30,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-# Sources reach nothing until the operator lists it (README: "Sources are a trust boundary").
+# Sources reach nothing until the operator lists it (docs/sources.md, "Sources are a trust
+# boundary").
 VERA_SOURCES__ALLOWED_HOSTS = env_list("VERA_SOURCES__ALLOWED_HOSTS", default=[])
 VERA_SOURCES__FILE_ROOTS = env_list("VERA_SOURCES__FILE_ROOTS", default=[])

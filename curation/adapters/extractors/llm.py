@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -14,6 +15,7 @@ import openai
 from curation.adapters.chat_json import CODE_FENCE, complete_json
 from curation.domain.extraction import ClaimBatch, ExtractionError, to_predicate
 from curation.domain.records import PREDICATE_PATTERN, ExtractedClaim, SourceRecord
+from curation.ports import UsageMeter
 
 logger = logging.getLogger(__name__)
 
@@ -63,15 +65,30 @@ class LLMExtractor:
     dropped, logged and counted in the returned ClaimBatch; a confidence outside [0, 1]
     is clamped. An answer with no readable claims list raises ExtractionError, as does a
     request the API refuses (a 4xx). Timeouts, connection errors, 408/409/429 and 5xx
-    answers propagate as the openai exception: retrying later can succeed.
+    answers propagate as the openai exception: retrying later can succeed. Each answer's
+    tokens go to `meter`.
     """
 
-    def __init__(self, *, client: openai.OpenAI, model: str, max_chars: int = 12000) -> None:
+    def __init__(
+        self,
+        *,
+        client: openai.OpenAI,
+        model: str,
+        max_chars: int = 12000,
+        meter: UsageMeter | None = None,
+    ) -> None:
         if max_chars < 1:
             raise ValueError("max_chars must be at least 1")
         self.client = client
         self.model = model
         self.max_chars = max_chars
+        self.meter = meter
+
+    @property
+    def version(self) -> str:
+        """The model and the prompt it is given (a digest: a changed prompt shows)."""
+        prompt = hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()[:12]
+        return f"llm/{self.model}/prompt-{prompt}/chars-{self.max_chars}"
 
     def extract(self, record: SourceRecord, text: str) -> ClaimBatch:
         if not text.strip():
@@ -106,8 +123,9 @@ class LLMExtractor:
         )
         try:
             response = complete_json(
-                self.client, model=self.model, system=SYSTEM_PROMPT, user=document
-            )
+                self.client, model=self.model, system=SYSTEM_PROMPT, user=document,
+                meter=self.meter, provider=type(self).__name__,
+            )  # fmt: skip
         except openai.APIStatusError as error:
             if error.status_code in _TRANSIENT_STATUS or error.status_code >= 500:
                 raise

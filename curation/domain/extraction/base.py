@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from curation.domain.records import PREDICATE_PATTERN, ExtractedClaim
 
@@ -36,6 +37,12 @@ def to_predicate(phrase: str) -> str | None:
     split_camel = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", phrase.strip())
     candidate = re.sub(r"[^A-Za-z0-9]+", "_", split_camel).strip("_").upper()
     return candidate if PREDICATE_PATTERN.match(candidate) else None
+
+
+def extraction_version(extractors: Iterable[Any]) -> str:
+    """The version of a source's whole extraction: its extractors' versions, in order
+    (each has a `version`: `curation.ports.Extractor`)."""
+    return " + ".join(str(extractor.version) for extractor in extractors)
 
 
 def unique(claims: Iterable[ExtractedClaim]) -> list[ExtractedClaim]:

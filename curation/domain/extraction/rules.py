@@ -10,6 +10,10 @@ from curation.domain.extraction.markdown import plain_chars, plain_text
 from curation.domain.extraction.segments import passage_spans
 from curation.domain.records import ExtractedClaim, SourceRecord
 
+# Bump when a change to the cue patterns, passages or Markdown handling changes what is
+# extracted from text already stored: reprocessing applies it to those documents.
+RULES_VERSION = 1
+
 
 class RuleBasedExtractor:
     """Extractor for Markdown and plain text: cue-pattern relations and passages.
@@ -23,6 +27,10 @@ class RuleBasedExtractor:
         if max_passage_chars < 1:
             raise ValueError("max_passage_chars must be at least 1")
         self.max_passage_chars = max_passage_chars
+
+    @property
+    def version(self) -> str:
+        return f"rules/{RULES_VERSION}/passages-{self.max_passage_chars}"
 
     def extract(self, record: SourceRecord, text: str) -> Sequence[ExtractedClaim]:
         return unique(relation_claims(text)) + passage_claims(

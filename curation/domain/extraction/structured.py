@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -235,6 +237,11 @@ def _jira_claims(fields: Mapping[str, Any]) -> Iterator[ExtractedClaim]:
             yield claim
 
 
+# Bump when a change to the structured rules (CMDB columns, Jira fields) changes what
+# is extracted from records already stored.
+STRUCTURED_VERSION = 1
+
+
 class StructuredExtractor:
     """Extractor for structured records: CMDB configuration items and Jira issues.
 
@@ -257,6 +264,15 @@ class StructuredExtractor:
         self.mapping = {key.strip().lower(): predicate for key, predicate in source.items()}
         self.valid_from_field = (valid_from_field or "").strip().lower() or None
         self.valid_to_field = (valid_to_field or "").strip().lower() or None
+
+    @property
+    def version(self) -> str:
+        """The rules' version and a digest of this source's mapping and validity fields."""
+        configured = json.dumps(
+            [sorted(self.mapping.items()), self.valid_from_field, self.valid_to_field]
+        )
+        digest = hashlib.sha256(configured.encode()).hexdigest()[:12]
+        return f"structured/{STRUCTURED_VERSION}/mapping-{digest}"
 
     def extract(self, record: SourceRecord, text: str) -> Sequence[ExtractedClaim]:
         jira = _jira_fields(record.fields)

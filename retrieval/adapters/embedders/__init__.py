@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any
 from retrieval.adapters.embedders.base import EmbeddingError, EmbedResult
 from retrieval.adapters.embedders.cached import CachedEmbedder
 from retrieval.adapters.embedders.catalog import Catalog
-from retrieval.adapters.embedders.metering import PRICES_USD_PER_MTOK, Meter, Usage
+from retrieval.adapters.embedders.metering import (
+    CHAT_PRICES_USD_PER_MTOK,
+    PRICES_USD_PER_MTOK,
+    Meter,
+    Usage,
+)
 from retrieval.adapters.embedders.resilient import ResilientEmbedder
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 
@@ -24,6 +29,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and IDEs
     from retrieval.adapters.embedders.voyage import VoyageEmbedder
 
 __all__ = [
+    "CHAT_PRICES_USD_PER_MTOK",
     "PRICES_USD_PER_MTOK",
     "CachedEmbedder",
     "Catalog",

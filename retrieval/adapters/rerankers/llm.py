@@ -14,6 +14,7 @@ from curation.adapters.chat_json import (
     json_answer,
     quoted,
 )
+from curation.ports import UsageMeter
 from retrieval.adapters.rerankers.base import unit_score
 from retrieval.ports import RerankerError
 
@@ -38,13 +39,20 @@ class LLMReranker:
     wrong count, a non-number, NaN or a score outside [0, 1] (a model answering on
     another scale, say 0..10) raises RerankerError rather than being clamped into a
     ranking it does not mean. Documents are cut to `max_chars` characters. openai
-    errors propagate for ResilientReranker to retry and wrap.
+    errors propagate for ResilientReranker to retry and wrap. Each answer's tokens go
+    to `meter`.
     """
 
     transient_errors = OPENAI_TRANSIENT_ERRORS
 
     def __init__(
-        self, *, client: openai.OpenAI, model: str, batch_size: int = 20, max_chars: int = 2000
+        self,
+        *,
+        client: openai.OpenAI,
+        model: str,
+        batch_size: int = 20,
+        max_chars: int = 2000,
+        meter: UsageMeter | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -54,6 +62,7 @@ class LLMReranker:
         self.model = model
         self.batch_size = batch_size
         self.max_chars = max_chars
+        self.meter = meter
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         """One relevance in [0, 1] per document, in input order; no request for none."""
@@ -70,8 +79,9 @@ class LLMReranker:
         question = f"Query: {quoted(query)}\nDocuments ({len(documents)}):\n{numbered}"
         provider = f"LLM reranker {self.model}"
         response = complete_json(
-            self._client, model=self.model, system=SYSTEM_PROMPT, user=question
-        )
+            self._client, model=self.model, system=SYSTEM_PROMPT, user=question,
+            meter=self.meter, provider=type(self).__name__,
+        )  # fmt: skip
         try:
             scores = json_answer(response).get("scores")
         except UnreadableAnswer as error:

@@ -8,6 +8,7 @@ from typing import Any
 
 import voyageai.client
 
+from retrieval.adapters.embedders.metering import Meter
 from retrieval.adapters.embedders.voyage import VOYAGE_TRANSIENT_ERRORS
 from retrieval.adapters.rerankers.base import unit_score
 from retrieval.ports import RerankerError
@@ -23,18 +24,25 @@ class VoyageReranker:
     Voyage answers in relevance order; the scores are put back in input order and
     clamped to [0, 1]. A malformed answer (an index missing, repeated or out of range)
     raises RerankerError; SDK errors propagate for ResilientReranker to retry and wrap.
+    The tokens Voyage bills for each answer (`total_tokens`) go to `meter`.
     """
 
     transient_errors = VOYAGE_TRANSIENT_ERRORS
 
     def __init__(
-        self, *, client: voyageai.client.Client, model: str = "rerank-2.5", batch_size: int = 1000
+        self,
+        *,
+        client: voyageai.client.Client,
+        model: str = "rerank-2.5",
+        batch_size: int = 1000,
+        meter: Meter | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self._client = client
         self.model = model
         self.batch_size = batch_size  # the API takes up to 1,000 documents per request
+        self.meter = meter
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         """One relevance in [0, 1] per document, in input order; no request for none."""
@@ -48,6 +56,11 @@ class VoyageReranker:
                 raise RerankerError(
                     f"Voyage {self.model} answered a malformed ranking ({type(error).__name__})"
                 ) from None
+            if self.meter is not None:  # billed, whatever the ranking turns out to hold
+                self.meter.record(
+                    provider=type(self).__name__, model=self.model, texts=batch,
+                    tokens=result.total_tokens, calls=1,
+                )  # fmt: skip
             scores += self._in_input_order(result.results, expected=len(batch))
         return scores
 
