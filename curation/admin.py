@@ -14,6 +14,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from common.admin import WrittenByServices, apply_each
+from common.errors import PermissionDenied
 from curation import selectors
 from curation.domain.ontology import PredicateSense
 from curation.domain.progress import describe_run
@@ -46,12 +48,10 @@ from curation.services.retraction import (
 )
 from curation.services.sources import source_create, source_update
 from curation.tasks import reprocess_enqueue
-from tenants.admin import WrittenByServices, apply_each
 from tenants.domain.access import ANONYMOUS, Principal
 from tenants.domain.scopes import Role
-from tenants.middleware import request_principal
 from tenants.models import Scope
-from tenants.services.scopes import PermissionDenied
+from tenants.principals import request_principal
 
 SOURCE_NEW = ("name", "group_id", "kind", "config", "token_env", "trust_tier", "schedule_seconds")
 SOURCE_SETTINGS = ("name", "config", "token_env", "trust_tier", "schedule_seconds", "enabled")

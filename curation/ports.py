@@ -165,15 +165,3 @@ class ContradictionJudge(Protocol):
         Raises JudgeUnavailable when it cannot judge now, which is not a "no".
         """
         ...
-
-
-class UsageMeter(Protocol):
-    """Counts the tokens each chat model request used and what they cost, charged to the
-    group the work is for (retrieval's meter, joined in the composition root)."""
-
-    def record_chat(
-        self, *, provider: str, model: str, input_tokens: int, output_tokens: int
-    ) -> None:
-        """One request's prompt (input) and answer (output) tokens, as the provider counted
-        them; never raises (metering must not fail the work it counts)."""
-        ...

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 from opentelemetry import trace
 
+from common.jobs import task
 from curation import bootstrap
 from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
 from curation.domain.sources import AGENT_KIND
@@ -24,7 +25,6 @@ from curation.services.reprocess import BATCH, BatchCallback, reprocess_run, rep
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
-from tenants.tasks import task
 
 logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer(__name__)

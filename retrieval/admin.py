@@ -16,6 +16,8 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from common.admin import WrittenByServices
+from common.errors import PermissionDenied
 from curation import bootstrap as curation_bootstrap
 from curation.models import Tombstone
 from retrieval import bootstrap
@@ -45,13 +47,11 @@ from retrieval.services.embedding import (
 from retrieval.services.erasure import erasure_scan
 from retrieval.services.snapshots import snapshot_verify
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
-from tenants.admin import WrittenByServices
 from tenants.domain.access import ANONYMOUS, Principal
 from tenants.domain.scopes import Role, ScopeKind
-from tenants.middleware import request_principal
 from tenants.models import Scope
+from tenants.principals import request_principal
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 
 class ReadOnlyAdmin(WrittenByServices, admin.ModelAdmin[Any]):

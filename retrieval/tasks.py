@@ -20,6 +20,7 @@ from celery import current_task
 from django.conf import settings
 from django.utils import timezone
 
+from common.jobs import task
 from retrieval import bootstrap
 from retrieval.domain.evaluation import Floors
 from retrieval.models import CalibrationRun, EvaluationRun, GoldenQuery, WeightSet
@@ -33,7 +34,6 @@ from retrieval.services.usage import provider_usage_flush
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
-from tenants.tasks import task
 
 logger = logging.getLogger(__name__)
 

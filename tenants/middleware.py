@@ -8,8 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
 from tenants import rls
-from tenants.domain.access import ANONYMOUS, Principal
-from tenants.selectors import principal_for_user
+from tenants.principals import request_principal
 
 
 def tenant_exempt(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -24,21 +23,6 @@ def _exempt(request: HttpRequest) -> bool:
     except Resolver404:
         return False
     return bool(getattr(match.func, "tenant_exempt", False))
-
-
-def request_principal(request: HttpRequest) -> Principal:
-    """The session user's principal, computed once per request."""
-    cached = getattr(request, "_vera_principal", None)
-    if isinstance(cached, Principal):
-        return cached
-    user = request.user
-    principal = (
-        principal_for_user(user.pk, label=f"user:{user.get_username()}")
-        if user.is_authenticated
-        else ANONYMOUS
-    )
-    request._vera_principal = principal  # type: ignore[attr-defined]  # a per-request cache
-    return principal
 
 
 class TenantContextMiddleware:

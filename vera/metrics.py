@@ -212,8 +212,7 @@ def learning_finished(task_name: str, result: Mapping[str, object]) -> None:
 
 
 class ProviderMetrics:
-    """`curation.adapters.guarded.CallObserver`: each guarded provider request and its
-    breaker's state."""
+    """`common.guarded.CallObserver`: each guarded provider request and its breaker's state."""
 
     def call_finished(
         self, *, provider: str, model: str, outcome: str, breaker: CircuitBreaker | None

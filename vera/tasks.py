@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tenants.tasks import task
+from common.jobs import task
 
 from .health import check_all, check_lanes
 

@@ -18,6 +18,7 @@ from rest_framework.throttling import BaseThrottle
 from tenants.adapters.rate_limits import RateLimiterUnavailable
 from tenants.domain.access import Principal
 from tenants.domain.limits import Budget, Defaults, Window, budget_for, charges
+from tenants.principals import principal_of
 from tenants.selectors import rate_limit_scopes
 
 from . import wiring
@@ -97,10 +98,6 @@ class RateLimitThrottle(BaseThrottle):
         return budget_for(method=method, scope=getattr(view, "throttle_scope", None))
 
     def allow_request(self, request: Request, view: object) -> bool:
-        # Imported here: DRF resolves this class while `rest_framework.views` is being
-        # imported (APIView's defaults), so a view module cannot be imported at load time.
-        from tenants.api.views import principal_of
-
         budget = self.budget(view, request.method or "GET")
         if budget is None:
             return True

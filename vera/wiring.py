@@ -397,7 +397,7 @@ def _embedder(*, provider: str, role: str) -> Embedder:
 @functools.cache
 def provider_meter() -> Meter:
     """Counts every provider call, its tokens and its cost: embeddings (cache hits cost
-    nothing), the rerankers, the LLM extractor and judges (curation's UsageMeter); exported
+    nothing), the rerankers, the LLM extractor and judges (`common.chat_json.UsageMeter`); exported
     as `vera_provider_tokens_total` and `vera_provider_cost_usd_total` and charged to the
     workspace the work was for (the admin's cost page, `usage_ledger`)."""
 

@@ -18,15 +18,15 @@ from typing import Any
 
 import openai
 
-from curation.adapters.chat_json import (
+from common.chat_json import (
     OPENAI_TRANSIENT_ERRORS,
     UnreadableAnswer,
+    UsageMeter,
     complete_json,
     json_answer,
     quoted,
 )
 from curation.domain.names import normalize_name
-from curation.ports import UsageMeter
 
 logger = logging.getLogger(__name__)
 

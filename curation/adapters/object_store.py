@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from curation.adapters.guarded import Guarded
+from common.guarded import Guarded
 from curation.domain.errors import ObjectStoreError, ObjectStoreUnavailable
 from curation.ports import ObjectStore
 from kernel.resilience import CircuitOpen

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from curation.adapters.guarded import Guarded
+from common.guarded import Guarded
 from curation.domain.errors import JudgeUnavailable
 from curation.domain.records import ExtractedClaim, SourceRecord
 from curation.ports import ContradictionJudge, EquivalenceJudge, Extractor

@@ -14,8 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common import api_parameters as parameters
+from common.errors import NotFound, PermissionDenied
 from curation import bootstrap, selectors
-from curation.api import parameters
 from curation.api.serializers import (
     ClaimSerializer,
     EntityRefSerializer,
@@ -40,10 +41,8 @@ from curation.domain.ontology import Ontology, PredicateSense
 from curation.domain.ontology_records import MAX_NAME
 from curation.domain.params import (
     HOPS_RANGE,
-    MAX_ID,
     PATHS_RANGE,
-    InvalidQuery,
-    ParamReader,
+    TIER_RANGE,
     parse_claim_filters,
     parse_related,
 )
@@ -63,9 +62,9 @@ from curation.services.retraction import (
 )
 from curation.services.sources import source_create
 from curation.tasks import reprocess_enqueue
-from tenants.api.views import principal_of
+from kernel.params import MAX_ID, InvalidQuery, ParamReader
 from tenants.domain.scopes import Role
-from tenants.services.scopes import NotFound, PermissionDenied
+from tenants.principals import principal_of
 
 
 def _parsed[T](parse: Callable[[dict[str, str]], T], request: Request) -> T:
@@ -144,7 +143,9 @@ class ClaimListView(generics.ListAPIView[Claim]):
             parameters.text("predicate", description="only this PREDICATE"),
             parameters.text("subject", description="only claims about this subject"),
             parameters.record_id("source", description="only claims from this source"),
-            parameters.tier(),
+            parameters.integer(
+                "tier", low=TIER_RANGE[0], high=TIER_RANGE[1], description="only this trust tier"
+            ),
             parameters.instant(description="what was valid then, instead of what is published now"),
         ]
     )

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from pgvector.django import CosineDistance
 
+from common.errors import PermissionDenied
 from curation.domain.errors import JudgeUnavailable
 from curation.domain.names import (
     NameConflict,
@@ -47,7 +48,6 @@ from curation.services.lifecycle import claims_project
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 logger = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from django.db import connection, transaction
 
+from common.errors import PermissionDenied
 from curation.domain.ontology import DEFAULT_ONTOLOGY, Ontology, PredicateSense
 from curation.domain.ontology_records import (
     changed_fields,
@@ -26,7 +27,6 @@ from curation.selectors import ontology_for
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 
 def ontology_predicate_set(*, actor: Principal, group_id: str, sense: PredicateSense) -> Ontology:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from common.errors import NotFound, PermissionDenied
 from curation.domain.ontology import Ontology
 from curation.domain.proposals import Proposal, ProposalRefused, proposal_parse
 from curation.domain.sources import AGENT_KIND
@@ -31,7 +32,6 @@ from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import NotFound, PermissionDenied
 
 __all__ = ["ProposalRefused", "Proposed", "claim_propose", "proposal_record"]
 

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from curation.domain.outbox import Priority
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Evidence, Source
@@ -34,7 +35,7 @@ from curation.services.lifecycle import (
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied, locked_for
+from tenants.services.scopes import locked_for
 
 # Ids named in an audit event at most (the counts are always exact).
 AUDITED_IDS = 200

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from curation.domain.outbox import Priority
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, Evidence, MergeCandidate
@@ -29,7 +30,7 @@ from curation.services.retraction import Retraction, claim_retract
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied, locked_for
+from tenants.services.scopes import locked_for
 
 REVIEWABLE = {
     "claims": ClaimStatus.PENDING_REVIEW,

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
+from common.errors import PermissionDenied
 from curation.domain.connector_config import config_refusal, kind_rules
 from curation.domain.source_policy import (
     SourcePolicy,
@@ -36,7 +37,6 @@ from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.models import Scope
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 _SECRET_LIKE = re.compile(r"token|secret|password|passwd|api[_-]?key|credential|auth", re.I)
 MAX_SCOPE_DEPTH = 8  # organisation > workspace > project: deeper means a cycle

@@ -10,16 +10,17 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from common.errors import PermissionDenied
+from common.htmx import htmx_partial
 from curation import bootstrap, selectors
 from curation.domain.errors import ObjectStoreError
-from curation.domain.params import MAX_ID, InvalidQuery, parse_related
+from curation.domain.params import parse_related
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, MergeCandidate
 from curation.services import lifecycle, retraction, review
+from kernel.params import MAX_ID, InvalidQuery
 from tenants.domain.scopes import Role
-from tenants.middleware import request_principal
-from tenants.services.scopes import PermissionDenied
-from tenants.web.views import htmx_partial
+from tenants.principals import request_principal
 
 PAGE_SIZE = 50
 CARDS_PER_PAGE = 10  # a card holds a whole document: its claims and its text

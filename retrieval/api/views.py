@@ -15,9 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from curation.api import parameters
-from curation.domain.params import MAX_ID
+from common import api_parameters as parameters
+from common.errors import PermissionDenied
+from curation.domain.params import TIER_RANGE
 from curation.models import Episode, Source, Tombstone
+from kernel.params import MAX_ID
 from kernel.timing import before_view, view_done
 from retrieval import bootstrap, selectors
 from retrieval.api.serializers import (
@@ -58,9 +60,8 @@ from retrieval.services.snapshots import (
 from retrieval.tasks import snapshots_build
 from tenants import rls
 from tenants import selectors as tenant_selectors
-from tenants.api.views import principal_of
 from tenants.domain.access import Principal
-from tenants.services.scopes import PermissionDenied
+from tenants.principals import principal_of
 
 # What `parse_query` accepts as `q`: at most MAX_QUERY_CHARS, no NUL, and something
 # besides what `str.strip` trims (regex \s, plus the separators \x1c-\x1f and \x85).
@@ -94,7 +95,9 @@ class SearchView(APIView):
             parameters.text("predicate", description="only this PREDICATE"),
             parameters.text("entity", description="only claims about this subject"),
             parameters.record_id("source", description="only claims from this source"),
-            parameters.tier(),
+            parameters.integer(
+                "tier", low=TIER_RANGE[0], high=TIER_RANGE[1], description="only this trust tier"
+            ),
             OpenApiParameter(
                 "scope",
                 {"type": "string", "pattern": GROUP_ID.pattern},

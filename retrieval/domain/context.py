@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from curation.domain.params import InvalidQuery, ParamReader
+from kernel.params import InvalidQuery, ParamReader
 from retrieval.domain.query import Query, parse_query
 
 # Moves whenever what `pack` selects or how `render` writes it changes.

@@ -7,7 +7,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from curation.domain.params import MAX_ID, TIER_RANGE, InvalidQuery, ParamReader
+from curation.domain.params import TIER_RANGE
+from kernel.params import MAX_ID, InvalidQuery, ParamReader
 
 MAX_QUERY_CHARS = 2000
 DEFAULT_K, MAX_K = 10, 100

@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from curation.ports import Embedder
 from retrieval.models import CompanionVector, GroupEmbedding, SearchDocument
 from retrieval.ports import EmbedderCatalog
@@ -31,7 +32,6 @@ from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import Scope
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 logger = logging.getLogger(__name__)
 

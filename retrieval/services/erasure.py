@@ -36,6 +36,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from curation.domain.outbox import ERASURE_CLEANUP, Consumer, Priority
 from curation.models import (
     Claim,
@@ -69,7 +70,6 @@ from retrieval.services.snapshots import snapshot_rows_holding, snapshots_forget
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 CLEANUP_DELAY = dt.timedelta(seconds=60)  # a worker's turn, should the request die first
 

@@ -28,6 +28,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from common.errors import PermissionDenied
 from curation.models import Episode
 from retrieval.domain.evaluation import (
     Expectation,
@@ -48,7 +49,6 @@ from retrieval.services.weights import weights_of
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
-from tenants.services.scopes import PermissionDenied
 
 EVAL_K = 10
 

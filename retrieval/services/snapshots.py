@@ -35,6 +35,7 @@ from django.db import connection, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
 from curation.domain.ontology import Ontology
 from curation.domain.validity import VALID_NOW
@@ -62,7 +63,6 @@ from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 logger = logging.getLogger(__name__)
 

@@ -18,12 +18,12 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from retrieval.domain.ranking import DEFAULT_UNDERSTOOD, SIGNALS, Weights
 from retrieval.models import EvaluationRun, GoldenQuery, WeightActivation, WeightSet
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 
 class NeedsConfirmation(Exception):

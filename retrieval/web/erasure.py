@@ -16,14 +16,14 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from common.errors import PermissionDenied
 from curation import bootstrap as curation_bootstrap
 from curation.models import Episode, Source, Tombstone
 from retrieval import bootstrap
 from retrieval.api.views import cleanup_after_commit
 from retrieval.services.erasure import ErasureRefused, erase, erasure_preview, erasure_scan
 from tenants.domain.scopes import Role
-from tenants.middleware import request_principal
-from tenants.services.scopes import PermissionDenied
+from tenants.principals import request_principal
 
 KINDS = {"sources": "source", "episodes": "episode"}
 

@@ -20,6 +20,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from common.errors import PermissionDenied
+from common.htmx import htmx_partial
 from retrieval import bootstrap, selectors
 from retrieval.domain.evaluation import Floors
 from retrieval.models import EvaluationRun, WeightSet
@@ -29,10 +31,8 @@ from retrieval.services.weights import NeedsConfirmation, weight_set_activate, w
 from retrieval.web import charts
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
-from tenants.middleware import request_principal
 from tenants.models import Scope
-from tenants.services.scopes import PermissionDenied
-from tenants.web.views import htmx_partial
+from tenants.principals import request_principal
 
 RANGES = {"30": "last 30 days", "90": "last 90 days", "365": "last year", "all": "all"}
 DEFAULT_RANGE = "90"

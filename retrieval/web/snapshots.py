@@ -11,13 +11,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from common.errors import PermissionDenied
 from retrieval.models import Snapshot
 from retrieval.services.snapshots import SnapshotRefused, snapshot_take
 from retrieval.tasks import snapshots_build
 from tenants.domain.scopes import Role
-from tenants.middleware import request_principal
 from tenants.models import Scope
-from tenants.services.scopes import PermissionDenied
+from tenants.principals import request_principal
 
 
 @login_required

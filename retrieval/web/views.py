@@ -8,12 +8,12 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from common.htmx import htmx_partial
 from retrieval import bootstrap, selectors
 from retrieval.domain.query import InvalidQuery, Query, parse_query
 from retrieval.models import Snapshot
 from retrieval.services.snapshots import SnapshotRefused, snapshot_search_cited
-from tenants.middleware import request_principal
-from tenants.web.views import htmx_partial
+from tenants.principals import request_principal
 
 
 @login_required

@@ -8,9 +8,9 @@ from allauth.account.adapter import DefaultAccountAdapter
 from django import forms
 from django.http import HttpRequest
 
+from common.errors import NotFound, PermissionDenied
 from tenants.services import invitations
 from tenants.services.invitations import SESSION_KEY, pending_token
-from tenants.services.scopes import NotFound, PermissionDenied
 
 
 class InviteOnlyAccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is untyped

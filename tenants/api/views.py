@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.errors import NotFound, PermissionDenied
 from tenants import selectors
 from tenants.api.serializers import (
     ApiKeyIssueSerializer,
@@ -36,17 +37,9 @@ from tenants.api.serializers import (
 )
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
-from tenants.middleware import request_principal
 from tenants.models import ApiKey, AuditEvent, Invitation, Scope
+from tenants.principals import principal_of
 from tenants.services import api_keys, invitations, scopes
-from tenants.services.scopes import PermissionDenied
-
-
-def principal_of(request: Request) -> Principal:
-    """The authenticated principal: a key's or token's, else the session user's."""
-    if isinstance(request.auth, Principal):
-        return request.auth
-    return request_principal(request._request)
 
 
 def _ip(request: Request) -> str | None:
@@ -152,7 +145,7 @@ def _scope_use_case[T](call: Callable[[], T], *, field: str = "detail") -> T:
     """Run a scope or member use case, its refusals as 404, 403 and 400 with the reason."""
     try:
         return call()
-    except scopes.NotFound as error:
+    except NotFound as error:
         raise exceptions.NotFound(str(error)) from None
     except PermissionDenied as error:
         raise exceptions.PermissionDenied(str(error)) from None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from tenants import rls
 from tenants.domain import api_keys as keys
 from tenants.domain.access import Principal
@@ -15,7 +16,6 @@ from tenants.domain.scopes import Role
 from tenants.models import ApiKey, Scope
 from tenants.selectors import presented_key, principal_for_api_key, user_roles
 from tenants.services.audit import audit_record
-from tenants.services.scopes import PermissionDenied
 
 # Writing last_used_at on every request would turn each API read into a write.
 LAST_USED_RESOLUTION = dt.timedelta(minutes=1)

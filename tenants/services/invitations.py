@@ -17,6 +17,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from common.errors import NotFound, PermissionDenied
 from tenants import rls
 from tenants.domain import invitations as rules
 from tenants.domain import members
@@ -24,12 +25,7 @@ from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import Invitation, Membership
 from tenants.services.audit import audit_record
-from tenants.services.scopes import (
-    NotFound,
-    PermissionDenied,
-    membership_grant,
-    scope_visible,
-)
+from tenants.services.scopes import membership_grant, scope_visible
 
 logger = logging.getLogger(__name__)
 

@@ -9,16 +9,13 @@ from django.db import transaction
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
+from common.errors import NotFound, PermissionDenied
 from tenants import rls
 from tenants.domain import members as rules
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind, check_parent, new_group_id
 from tenants.models import ApiKey, Membership, Scope
 from tenants.services.audit import audit_record
-
-
-class PermissionDenied(Exception):
-    """The principal's role does not allow the action."""
 
 
 def locked_for[M: Model](
@@ -95,10 +92,6 @@ def membership_grant(
             data={"role": role.name.lower(), "new": created},
         )
     return membership
-
-
-class NotFound(Exception):
-    """No such scope or member that the caller may see."""
 
 
 def _system(scope: Scope) -> Principal:

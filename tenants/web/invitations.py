@@ -8,10 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from common.errors import NotFound, PermissionDenied
 from tenants.domain.scopes import Role
 from tenants.services import invitations
 from tenants.services.invitations import SESSION_KEY
-from tenants.services.scopes import NotFound, PermissionDenied
 
 
 def _refused(request: HttpRequest, reason: str, status: int) -> HttpResponse:

@@ -13,13 +13,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from common.errors import NotFound, PermissionDenied
 from tenants import selectors
 from tenants.domain.members import MANAGED_FROM
 from tenants.domain.scopes import PARENT_KIND, Role, ScopeKind
-from tenants.middleware import request_principal
 from tenants.models import Invitation, Scope
+from tenants.principals import request_principal
 from tenants.services import invitations, scopes
-from tenants.services.scopes import NotFound, PermissionDenied
 
 ROLES = [role.name.lower() for role in Role]
 # The kind of scope each kind of scope can open under it.

@@ -7,19 +7,13 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
 
+from common.errors import PermissionDenied
+from common.htmx import htmx_partial
 from tenants import selectors
-from tenants.middleware import request_principal
+from tenants.principals import request_principal
 from tenants.services import api_keys
-from tenants.services.scopes import PermissionDenied
 from tenants.web.forms import KeyIssueForm
-
-
-def htmx_partial(request: HttpRequest) -> bool:
-    """An HTMX swap gets a fragment; a boosted navigation gets the full page."""
-    htmx = getattr(request, "htmx", None)  # set by django-htmx's middleware
-    return isinstance(htmx, HtmxDetails) and bool(htmx) and not htmx.boosted
 
 
 def _page(request: HttpRequest, form: KeyIssueForm | None = None, **extra: object) -> HttpResponse:

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from curation.domain.errors import JudgeUnavailable
 from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
@@ -18,7 +19,6 @@ from curation.services.outbox import outbox_process, retry_delay
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from tenants import rls
 from tenants.models import AuditEvent
-from tenants.services.scopes import PermissionDenied
 from tests.support.fake_embedders import FixedEmbedder
 from tests.support.ingest import ingest_cmdb
 from tests.support.tenancy import Tenant, admin_site_login

@@ -20,6 +20,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from retrieval import bootstrap
 from retrieval.domain.query import Query
 from retrieval.models import CompanionVector, GroupEmbedding, SearchDocument
@@ -28,7 +29,6 @@ from retrieval.services.search import stage1_lists
 from retrieval.tasks import index_catch_up_workspaces
 from tenants import rls
 from tenants.models import AuditEvent
-from tenants.services.scopes import PermissionDenied
 from tests.support.embedding import E5, ENGLISH, VIETNAMESE, maintenance_worker_offering_e5
 from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant

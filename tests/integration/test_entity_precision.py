@@ -15,6 +15,7 @@ import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
 
+from common.errors import PermissionDenied
 from curation.domain.outbox import Consumer, Priority
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, EntityAlias, MergeCandidate, OutboxJob
@@ -29,7 +30,6 @@ from curation.tasks import process_outbox
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from tenants import rls
 from tenants.models import AuditEvent
-from tenants.services.scopes import PermissionDenied
 from tests.support.ingest import ingest_folder
 from tests.support.tenancy import Tenant, admin_site_login
 

@@ -17,6 +17,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
+from common.errors import PermissionDenied
 from retrieval import bootstrap
 from retrieval.domain.ranking import SIGNALS, Weights
 from retrieval.models import CalibrationRun, SearchHit, WeightActivation, WeightSet
@@ -30,7 +31,6 @@ from retrieval.services.weights import (
 from tenants import rls
 from tenants.models import AuditEvent
 from tenants.selectors import principal_system
-from tenants.services.scopes import PermissionDenied
 from tests.support.ingest import ingest_markdown
 from tests.support.tenancy import Tenant
 from tests.support.web import gunicorn

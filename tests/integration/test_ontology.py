@@ -16,6 +16,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from common.errors import PermissionDenied
 from curation.domain.ontology import DEFAULT_ONTOLOGY, MAX_WORDS, Ontology, PredicateSense
 from curation.models import OntologyRevision, Predicate
 from curation.selectors import ontologies_for, ontology_at, ontology_for
@@ -32,7 +33,6 @@ from retrieval.services.snapshots import (
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.models import AuditEvent
-from tenants.services.scopes import PermissionDenied
 from tests.support.tenancy import Tenant, admin_site_login
 
 pytestmark = pytest.mark.django_db

@@ -10,21 +10,21 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from curation.domain.progress import (
+from curation.domain.progress import describe_run
+from curation.models import Source
+from curation.services.sources import source_create
+from curation.tasks import ingest_now
+from kernel.progress import (
     ERASE_TO_END,
     Cadence,
     ProgressReporter,
     Snapshot,
-    describe_run,
     eta,
     format_bar,
     format_duration,
     format_line,
     rate,
 )
-from curation.models import Source
-from curation.services.sources import source_create
-from curation.tasks import ingest_now
 from tenants import rls
 from tests.support.clock import FakeClock
 from tests.support.tenancy import Tenant

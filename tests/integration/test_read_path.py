@@ -9,13 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from curation.domain.params import (
-    ClaimFilters,
-    InvalidQuery,
-    ParamReader,
-    parse_claim_filters,
-)
+from curation.domain.params import ClaimFilters, parse_claim_filters
 from curation.domain.tiers import ClaimStatus
+from kernel.params import InvalidQuery, ParamReader
 from retrieval.domain.query import MAX_QUERY_CHARS, Query, parse_query
 from tests.integration.test_search import _search, corpus  # noqa: F401 - the shared fixture
 from tests.support.tenancy import Tenant

@@ -222,11 +222,48 @@ def test_reading_again_with_the_same_extractors_keeps_every_claim(
 
 
 @pytest.mark.django_db
+def test_turning_the_llm_extractor_on_reaches_the_documents_already_stored(
+    tenant_a: Tenant, tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.fake_models import StubModelAPI, serving
+
+    text = "# Billing\n\nThe billing-api runs on k8s-prod-1. Its ledger lives in ledger-db.\n"
+    source_id = ingest_markdown(tenant_a, tmp_path / "docs", {"billing.md": text})
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        source = Source.objects.get(pk=source_id)
+    before = _claims(tenant_a, source)
+    assert not any(p == "STORES_IN" for _, p, _ in before)  # the rules do not read it
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with serving(StubModelAPI()) as model:
+        settings.VERA_EXTRACTOR__LLM_MODEL = "gpt-4o-mini"
+        settings.VERA_EXTRACTOR__LLM_BASE_URL = model.base_url
+        model.reply_json({"claims": [{
+            "subject": "billing-api", "subject_type": "service", "predicate": "STORES_IN",
+            "object": "ledger-db", "object_is_entity": True, "object_type": "database",
+            "fact": "The billing-api stores its ledger in ledger-db.", "confidence": 0.9,
+            "quote": "Its ledger lives in ledger-db.",
+        }]})  # fmt: skip
+        run = _reprocess(tenant_a, source)
+        _drain()
+        assert len(model.requests) == 1  # the one stored document, read by the model
+
+    after = _claims(tenant_a, source)
+    assert after[("billing-api", "STORES_IN", "ledger-db")].status == ClaimStatus.PUBLISHED
+    assert {k: after[k].pk for k in before} == {k: c.pk for k, c in before.items()}
+    assert (run.counts["kept"], run.counts["new published"]) == (len(before), 1)
+    assert "llm/gpt-4o-mini/prompt-" in run.version
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert Episode.objects.get(source=source).extractor_version == run.version
+    _projections_match_a_rebuild(tenant_a.workspace.group_id)
+
+
+@pytest.mark.django_db
 def test_reprocessing_needs_the_admin_role_and_refuses_the_agents_source(
     tenant_a: Tenant, tmp_path: Path
 ) -> None:
+    from common.errors import PermissionDenied
     from curation.services.proposals import _agent_source
-    from tenants.services.scopes import PermissionDenied
 
     source = _source(tenant_a, tmp_path / "auto.csv", tier=1, name="cmdb")
     reviewer = tenant_a.principal(tenant_a.reviewer)

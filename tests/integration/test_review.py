@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from common.errors import PermissionDenied
 from curation.domain.outbox import Consumer, Priority
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, OutboxJob
 from curation.services import review
 from tenants import rls
 from tenants.models import AuditEvent
-from tenants.services.scopes import PermissionDenied
 from tests.support.ingest import ingest_folder
 from tests.support.tenancy import Tenant, admin_site_login
 

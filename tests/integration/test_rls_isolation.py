@@ -101,7 +101,7 @@ def test_only_the_rls_module_writes_the_setting() -> None:
     own = root / "curation" / "services" / "lifecycle.py"
     offenders = [
         str(path.relative_to(root))
-        for app in ("vera", "tenants", "curation", "retrieval", "kernel")
+        for app in ("vera", "tenants", "curation", "retrieval", "common", "kernel")
         for path in (root / app).rglob("*.py")
         if "set_config" in path.read_text() and path not in (root / "tenants" / "rls.py", own)
     ]

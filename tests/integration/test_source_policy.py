@@ -20,6 +20,7 @@ from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
+from common.errors import PermissionDenied
 from curation.adapters.connectors.http import GuardedBackend, ResilientHttp, RetryPolicy
 from curation.domain.errors import ConnectorError
 from curation.domain.source_policy import (
@@ -39,7 +40,6 @@ from curation.tasks import ingest_now
 from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import AuditEvent
-from tenants.services.scopes import PermissionDenied
 from tests.support.recorder import Recorder
 from tests.support.tenancy import Tenant
 

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tenants import rls
+from tenants.jobs import TenantTask
 from tenants.models import AuditEvent
-from tenants.tasks import TenantTask
 from tests.support.tenancy import Tenant
 from vera.celery import app
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curation.domain.params import InvalidQuery
+from kernel.params import InvalidQuery
 from retrieval.adapters.tokenizer import WordPieceTokenizer
 from retrieval.domain.context import (
     DEFAULT_BUDGET,

@@ -28,7 +28,7 @@ PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 # Where the code that reads the environment lives: what ships, the dev tooling, the
 # benchmarks, the test suite's shared set-up (not its test modules, whose variables are
 # fixtures), and the deployment files.
-PYTHON_TREES = ("vera", "tenants", "curation", "retrieval", "kernel", "devtools", "bench")
+PYTHON_TREES = ("vera", "tenants", "curation", "retrieval", "common", "kernel", "devtools", "bench")
 PYTHON_FILES = ("gunicorn.conf.py", "manage.py", "tests/conftest.py")
 PYTHON_SUPPORT = "tests/support"
 COMPOSE_FILES = ("compose.yaml",)
@@ -426,7 +426,7 @@ API_PATH = re.compile(r"(?<![\w.])(/api/v1/[A-Za-z0-9_<][A-Za-z0-9_<>:/.-]*)")
 LOCAL_URL = re.compile(r"http://127\.0\.0\.1:8000(/[A-Za-z0-9_<>:/.?=&+-]*)")
 MANAGE = re.compile(r"manage\.py\s+([a-z_]+)")
 SOURCE_PATH = re.compile(
-    r"`((?:vera|tenants|curation|retrieval|kernel|devtools|bench|tests|deploy|demo|bin|docs"
+    r"`((?:vera|tenants|curation|retrieval|common|kernel|devtools|bench|tests|deploy|demo|bin|docs"
     r"|templates|static)/[A-Za-z0-9_./-]*)`"
 )
 

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from curation.domain.params import ParamReader
+from kernel.params import ParamReader
 
 
 def _read(text: str) -> dt.datetime | None:

@@ -30,7 +30,7 @@ import django
 django.setup()
 from vera.tracing import setup_tracing
 setup_tracing("vera-probe")
-import curation.tasks, curation.adapters.guarded, retrieval.services.search.pipeline
+import curation.tasks, common.guarded, retrieval.services.search.pipeline
 print(sorted(m for m in sys.modules if m.startswith({TRACING!r})))
 """
 

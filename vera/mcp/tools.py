@@ -24,14 +24,16 @@ from django.db.models import Q
 from django.utils import timezone
 from mcp.server.mcpserver.exceptions import ToolError
 
+from common.errors import NotFound, PermissionDenied
 from curation import bootstrap as curation_bootstrap
 from curation import selectors as curation_selectors
 from curation.api.serializers import claims_data
 from curation.domain.names import normalize_name
-from curation.domain.params import InvalidQuery, parse_related
+from curation.domain.params import parse_related
 from curation.domain.validity import EVER_VALID
 from curation.models import Claim, Entity, EntityAlias
 from curation.services.proposals import ProposalRefused, proposal_record
+from kernel.params import InvalidQuery
 from retrieval import bootstrap, selectors
 from retrieval.api.serializers import SearchResultSerializer
 from retrieval.domain.context import parse_context
@@ -44,7 +46,6 @@ from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.limits import Budget
 from tenants.selectors import principal_within
-from tenants.services.scopes import NotFound, PermissionDenied
 from vera.mcp.auth import SCOPE_PROPOSE
 from vera.throttling import principal_charge
 

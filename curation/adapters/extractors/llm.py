@@ -12,10 +12,9 @@ from typing import Any
 
 import openai
 
-from curation.adapters.chat_json import CODE_FENCE, complete_json
+from common.chat_json import CODE_FENCE, UsageMeter, complete_json
 from curation.domain.extraction import ClaimBatch, ExtractionError, to_predicate
 from curation.domain.records import PREDICATE_PATTERN, ExtractedClaim, SourceRecord
-from curation.ports import UsageMeter
 
 logger = logging.getLogger(__name__)
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from common.errors import PermissionDenied
 from curation.models import CONNECTOR_KINDS
 from curation.services.sources import source_create
+from tenants.commands import TenantCommand
 from tenants.domain.access import Principal
-from tenants.management.tenant_command import TenantCommand
-from tenants.services.scopes import PermissionDenied
 
 
 class Command(TenantCommand):

@@ -7,11 +7,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from common.commands import reporter_for
 from curation import bootstrap
-from curation.management.commands.ingest import reporter_for
 from curation.services.projection import graph_rebuild, graph_rebuild_live
 from tenants import rls
-from tenants.management.tenant_command import checked_groups
+from tenants.commands import checked_groups
 from tenants.selectors import principal_system
 
 

@@ -10,28 +10,16 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from curation.domain.progress import Cadence, ProgressReporter
+from common.commands import reporter_for
 from curation.models import Source
 from curation.services.backpressure import ingest_pressure
 from curation.services.ingest import IngestReport
 from curation.tasks import ingest_now
+from kernel.progress import ProgressReporter
 from tenants import rls
 from tenants.selectors import principal_system
 
 PATH_KEYS = {"markdown": "root", "cmdb": "path"}
-
-
-def reporter_for(command: BaseCommand, *, unit: str, every: float | None) -> ProgressReporter:
-    """A bar when the command writes to a terminal, a line every `every` seconds otherwise."""
-    out = command.stdout
-
-    def write(text: str) -> None:
-        out.write(text, ending="")
-        out.flush()
-
-    tty = out.isatty()
-    cadence = Cadence(seconds=every) if every is not None and not tty else None
-    return ProgressReporter(write=write, tty=tty, unit=unit, cadence=cadence)
 
 
 class Command(BaseCommand):

@@ -16,10 +16,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.commands import reporter_for
 from curation import bootstrap
 from curation.domain.extraction.base import extraction_version
 from curation.domain.sources import AGENT_KIND
-from curation.management.commands.ingest import reporter_for
 from curation.models import Reprocessing, Source
 from curation.services.reprocess import ReprocessRefused, reprocess_due, reprocess_start
 from curation.tasks import reprocess_now

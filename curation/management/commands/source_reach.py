@@ -8,11 +8,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.errors import PermissionDenied
 from curation.models import Source
 from curation.services.sources import source_reach_change
 from tenants import rls
 from tenants.selectors import principal_system
-from tenants.services.scopes import PermissionDenied
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 """Token and cost accounting for provider calls: embeddings (cache misses only), reranking
-and chat models (the LLM extractor, judges and reranker, through curation's UsageMeter)."""
+and chat models (the LLM extractor, judges and reranker, through `common.chat_json.UsageMeter`)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class Meter:
     A model missing from the price tables is still counted, at zero cost, and logged
     once so that a new provider cannot be used unpriced without anyone noticing. The
     totals are this process's; `on_record` passes each batch on (to the metrics and the
-    usage ledger, which add up over processes). It is curation's `UsageMeter` too.
+    usage ledger, which add up over processes). It is the chat models' `UsageMeter` too.
     """
 
     def __init__(

@@ -8,7 +8,7 @@ from typing import Any
 
 import openai
 
-from curation.adapters.chat_json import OPENAI_TRANSIENT_ERRORS
+from common.chat_json import OPENAI_TRANSIENT_ERRORS
 from retrieval.adapters.embedders.base import EmbedResult, checked, sum_tokens
 
 

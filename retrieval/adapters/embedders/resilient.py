@@ -6,7 +6,7 @@ import functools
 import itertools
 from collections.abc import Sequence
 
-from curation.adapters.guarded import Guarded
+from common.guarded import Guarded
 from curation.ports import Embedder
 from retrieval.adapters.embedders.base import EmbedResult, embed_with_usage, sum_tokens
 

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 
 import openai
 
-from curation.adapters.chat_json import (
+from common.chat_json import (
     OPENAI_TRANSIENT_ERRORS,
     UnreadableAnswer,
+    UsageMeter,
     complete_json,
     json_answer,
     quoted,
 )
-from curation.ports import UsageMeter
 from retrieval.adapters.rerankers.base import unit_score
 from retrieval.ports import RerankerError
 

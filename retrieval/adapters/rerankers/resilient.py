@@ -6,7 +6,7 @@ import functools
 import itertools
 from collections.abc import Sequence
 
-from curation.adapters.guarded import Guarded
+from common.guarded import Guarded
 from kernel.resilience import CircuitOpen
 from retrieval.adapters.rerankers.base import described
 from retrieval.ports import Reranker, RerankerError

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from retrieval.selectors import groups_with_votes
 from retrieval.tasks import calibrate_groups, learning_window
-from tenants.management.tenant_command import checked_groups
+from tenants.commands import checked_groups
 
 
 class Command(BaseCommand):

@@ -18,7 +18,7 @@ from retrieval.services.embedding import (
 )
 from retrieval.services.index import index_catch_up
 from tenants import rls
-from tenants.management.tenant_command import checked_groups
+from tenants.commands import checked_groups
 from tenants.selectors import principal_system
 
 

@@ -13,7 +13,7 @@ from retrieval.domain.evaluation import Floors
 from retrieval.models import EvaluationRun, GoldenQuery, WeightSet
 from retrieval.services.evaluation import evaluation_run
 from tenants import rls
-from tenants.management.tenant_command import checked_groups
+from tenants.commands import checked_groups
 from tenants.selectors import principal_system
 
 

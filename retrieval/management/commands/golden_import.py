@@ -9,9 +9,9 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from retrieval.services.evaluation import InvalidGolden, golden_import_beir, golden_import_jsonl
+from tenants.commands import TenantCommand
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
-from tenants.management.tenant_command import TenantCommand
 
 
 class Command(TenantCommand):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from curation.management.commands.ingest import reporter_for
+from common.commands import reporter_for
 from retrieval import bootstrap
 from retrieval.models import GroupEmbedding, SearchDocument
 from retrieval.services.index import index_rebuild

@@ -6,8 +6,8 @@ from argparse import ArgumentParser
 from typing import Any
 
 from tenants import selectors
+from tenants.commands import TenantCommand
 from tenants.domain.access import Principal
-from tenants.management.tenant_command import TenantCommand
 
 
 class Command(TenantCommand):

@@ -1,9 +1,9 @@
 """The resilience chain every provider decorator shares: embedders, rerankers, LLM
 extractor and judges.
 
-It lives in curation's adapters because both apps wrap providers with it (retrieval may
-import curation, not the reverse); the policies themselves are `kernel.resilience`, and
-the span is why this is not in the kernel (which imports no OpenTelemetry).
+It is on the floor because curation's and retrieval's adapters both wrap providers with
+it; the policies themselves are `kernel.resilience`, and the span is why this is not in
+the kernel (which imports no OpenTelemetry).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Base for management commands over tenant data: they run as a user or for groups."""
+"""Base for management commands over tenant data: they run as a user or for groups.
+
+Not an entrypoint (no command is declared here), so every app's `management/` may use it.
+"""
 
 from __future__ import annotations
 

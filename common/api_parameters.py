@@ -1,9 +1,9 @@
 """Query parameters in the OpenAPI schema with the bounds their parsers enforce.
 
-`curation.domain.params` reads query strings; each helper here documents one kind of
-value with the same limits (ids up to MAX_ID, tiers in TIER_RANGE, instants with a
-time zone), so a request the schema allows is one the parser accepts, and the other
-way round. Curation's and retrieval's API views both use them.
+`kernel.params.ParamReader` reads query strings; each helper here documents one kind of
+value with the same limits (ids up to MAX_ID, integers in the range the reader is given,
+instants with a time zone), so a request the schema allows is one the parser accepts,
+and the other way round. Every app's API views use them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
-from curation.domain.params import MAX_ID, TIER_RANGE
+from kernel.params import MAX_ID
 
 
 def integer(name: str, *, low: int, high: int, description: str) -> OpenApiParameter:
@@ -26,10 +26,6 @@ def integer(name: str, *, low: int, high: int, description: str) -> OpenApiParam
 def record_id(name: str, *, description: str) -> OpenApiParameter:
     """An id (1..MAX_ID): larger values are no record, and are refused as such."""
     return integer(name, low=1, high=MAX_ID, description=description)
-
-
-def tier(description: str = "only this trust tier") -> OpenApiParameter:
-    return integer("tier", low=TIER_RANGE[0], high=TIER_RANGE[1], description=description)
 
 
 def instant(name: str = "as_of", *, description: str) -> OpenApiParameter:

@@ -2,7 +2,8 @@
 
 The judges, the LLM extractor and the LLM reranker all send one system prompt and one
 user message at temperature 0 in JSON mode, and read one JSON object back; each answered
-request's tokens go to the usage meter (tokens and cost per workspace and model).
+request's tokens go to the usage meter (tokens and cost per workspace and model). It is on
+the floor because curation's adapters and retrieval's reranker both use it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 from openai.types.chat import ChatCompletion
-
-from curation.ports import UsageMeter
 
 # Some models wrap JSON mode answers in a Markdown fence anyway.
 CODE_FENCE = re.compile(r"\A```(?:json)?\s*|\s*```\Z")
@@ -33,6 +32,18 @@ OPENAI_TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     openai.RateLimitError,
     openai.InternalServerError,
 )
+
+
+class UsageMeter(Protocol):
+    """Counts the tokens each chat model request used and what they cost, charged to the
+    group the work is for (retrieval's meter, joined in the composition root)."""
+
+    def record_chat(
+        self, *, provider: str, model: str, input_tokens: int, output_tokens: int
+    ) -> None:
+        """One request's prompt (input) and answer (output) tokens, as the provider counted
+        them; never raises (metering must not fail the work it counts)."""
+        ...
 
 
 class UnreadableAnswer(ValueError):
