@@ -73,7 +73,7 @@ def _ingest(dataset: str, embedder: str) -> tuple[str, float]:
     """The workspace holding `dataset` indexed by `embedder`, built when missing."""
     from django.test import override_settings
 
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from tenants.models import Scope
 
     name = _workspace_name(dataset, embedder)

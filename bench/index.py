@@ -286,7 +286,7 @@ def _timed_model(inner: Any) -> dict[str, float]:
 
 def _ingest(docs: int) -> str:
     """The abstracts as one tier-1 Markdown source, ingested; returns the group id."""
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
 
     # Outside any git work tree, so the connector reads the folder by mtime.
     folder = Path(tempfile.gettempdir()) / "vera-bench-index"

@@ -63,7 +63,7 @@ def main() -> int:
 
     from curation.domain.tiers import ClaimStatus
     from curation.models import Claim, Episode, Source
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from tenants import rls
 
     # Outside any git work tree, so the connector reads the folder by mtime.

@@ -69,7 +69,8 @@ def main() -> int:
     from curation.domain.tiers import ClaimStatus
     from curation.models import Claim, Episode, OutboxJob
     from curation.services import review
-    from curation.tasks import ingest_now, ingest_source
+    from curation.tasks import ingest_source
+    from curation.usecases import ingest_now
     from retrieval.models import SearchDocument
     from tenants import rls
 

@@ -106,7 +106,7 @@ def _queries(folder: str, qrels_file: str, limit: int) -> tuple[list[dict], dict
 
 def _workspace(dataset: str, *, reindex: bool) -> tuple[str, float]:
     """The workspace holding `dataset`, ingested when missing, else re-indexed if asked."""
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from retrieval import bootstrap
     from retrieval.services.index import index_rebuild
     from tenants import rls

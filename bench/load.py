@@ -500,7 +500,8 @@ def _load(stage: Stage) -> list[tuple[int, int]]:
     """Index the services and fill the review queue; the queue's (claim, version)s."""
     from curation.domain.tiers import ClaimStatus
     from curation.models import Claim
-    from curation.tasks import ingest_now, process_outbox
+    from curation.tasks import process_outbox
+    from curation.usecases import ingest_now
     from tenants import rls
 
     args, work = stage.args, stage.work

@@ -175,7 +175,8 @@ def questions(estate: Estate, *, per_relation: int, phrasings: str) -> list[Ques
 def ingest(estate: Estate, *, reuse: bool) -> tuple[str, float]:
     """The workspace holding the estate (CMDB tier 1, runbooks tier 2), indexed; seconds."""
     from curation.services.sources import source_create
-    from curation.tasks import ingest_now, process_outbox
+    from curation.tasks import process_outbox
+    from curation.usecases import ingest_now
     from tenants import rls
     from tenants.domain.scopes import ScopeKind
     from tenants.models import Scope

@@ -42,7 +42,7 @@ def main() -> int:
     from curation.services.ingest import ReadAdapters
     from curation.services.reprocess import reprocess_run, reprocess_start
     from curation.services.sources import source_create
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from tenants import rls
     from tenants.domain.scopes import ScopeKind
     from tenants.selectors import principal_system

@@ -99,7 +99,7 @@ def main() -> int:
     from curation import bootstrap
     from curation.models import Claim
     from curation.services.retraction import source_retract
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from retrieval import bootstrap as retrieval_bootstrap
     from retrieval.domain.query import Query
     from tenants import rls

@@ -56,7 +56,7 @@ def documents(claim_ids: list[int], doc_of: dict[int, str]) -> list[str]:
 
 def ingest_scifact() -> tuple[str, float]:
     """Ingest the corpus as one tier-1 Markdown source and index it; returns the group id."""
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
 
     folder = Path(tempfile.gettempdir()) / "vera-scifact"
     folder.mkdir(exist_ok=True)

@@ -92,7 +92,7 @@ def main() -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     from curation.models import Claim
     from curation.services.retraction import claim_retract
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from tenants import rls
 
     folder = Path(tempfile.mkdtemp(prefix="vera-bench-staleness-"))

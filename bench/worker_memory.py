@@ -110,7 +110,7 @@ def _isolated_redis() -> None:
 def _ingest(docs: int) -> tuple[str, int]:
     """Ingest `docs` abstracts in this process; returns the group id and its claims."""
     from curation.models import Claim
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from tenants import rls
 
     corpus = Path(tempfile.gettempdir()) / "vera-bench-worker-memory" / "docs"

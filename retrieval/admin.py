@@ -18,9 +18,8 @@ from django.utils.html import format_html
 
 from common.admin import WrittenByServices
 from common.errors import PermissionDenied
-from curation import bootstrap as curation_bootstrap
 from curation.models import Tombstone
-from retrieval import bootstrap
+from retrieval import usecases
 from retrieval.domain.query import MAX_QUERY_CHARS
 from retrieval.models import (
     CalibrationRun,
@@ -36,15 +35,11 @@ from retrieval.models import (
     WeightActivation,
     WeightSet,
 )
-from retrieval.ports import EmbedderCatalog
 from retrieval.services.embedding import (
     SwitchRefused,
     catch_up_progress,
     companion_missing,
-    embedding_companion,
-    embedding_switch,
 )
-from retrieval.services.erasure import erasure_scan
 from retrieval.services.snapshots import snapshot_verify
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
 from tenants.domain.access import ANONYMOUS, Principal
@@ -197,7 +192,7 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
     def second_model(self, obj: GroupEmbedding) -> str:
         if not obj.companion:
             return "-"
-        catalog = bootstrap.providers().embedders()
+        catalog = usecases.offered_models()
         if obj.companion not in catalog.choices():
             return f"{obj.companion} (not offered: unused)"
         total = SearchDocument.objects.filter(group_id=obj.group_id).count()
@@ -223,7 +218,7 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         self,
         request: HttpRequest,
         form_class: type[_WorkspaceModelForm],
-        use_case: Callable[[dict[str, Any], EmbedderCatalog], str],
+        use_case: Callable[[dict[str, Any]], str],
         *,
         title: str,
         template: str,
@@ -231,7 +226,7 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         """A page choosing a workspace and an offered model, then calling the use case
         (whose refusal is shown on the form, whose message after the redirect)."""
         actor = request_principal(request)
-        catalog = bootstrap.providers().embedders()
+        catalog = usecases.offered_models()
         workspaces = list(
             Scope.objects.filter(
                 group_id__in=actor.groups_at_least(Role.ADMIN), kind=ScopeKind.WORKSPACE
@@ -240,7 +235,7 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         form = form_class(request.POST or None, workspaces=workspaces, choices=catalog.choices())
         if request.method == "POST" and form.is_valid():
             try:
-                message = use_case(form.cleaned_data, catalog)
+                message = use_case(form.cleaned_data)
             except (SwitchRefused, PermissionDenied) as refused:
                 form.add_error(None, str(refused))
             else:
@@ -257,12 +252,11 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         return TemplateResponse(request, template, context)
 
     def companion_view(self, request: HttpRequest) -> HttpResponse:
-        def use_case(data: dict[str, Any], catalog: EmbedderCatalog) -> str:
+        def use_case(data: dict[str, Any]) -> str:
             chosen = data["companion"]
-            return embedding_companion(
+            return usecases.embedding_companion(
                 actor=request_principal(request), group_id=data["workspace"],
-                provider=None if chosen == "none" else chosen, catalog=catalog,
-                reason=data["reason"],
+                provider=None if chosen == "none" else chosen, reason=data["reason"],
             ).message  # fmt: skip
 
         return self._model_page(
@@ -272,10 +266,10 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         )  # fmt: skip
 
     def switch_view(self, request: HttpRequest) -> HttpResponse:
-        def use_case(data: dict[str, Any], catalog: EmbedderCatalog) -> str:
-            return embedding_switch(
+        def use_case(data: dict[str, Any]) -> str:
+            return usecases.embedding_switch(
                 actor=request_principal(request), group_id=data["workspace"],
-                provider=data["provider"], catalog=catalog, reason=data["reason"],
+                provider=data["provider"], reason=data["reason"],
             ).message  # fmt: skip
 
         return self._model_page(
@@ -530,12 +524,8 @@ class TombstoneAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Verify: scan every store for anything of the erased content")
     def verify_selected(self, request: HttpRequest, queryset: QuerySet[Tombstone]) -> None:
-        providers = curation_bootstrap.providers()
         for tombstone in queryset:
-            residue = erasure_scan(
-                tombstone, graph=providers.graph(), store=providers.object_store(),
-                catalog=bootstrap.providers().embedders(),
-            )  # fmt: skip
+            residue = usecases.erasure_verify(tombstone)
             if residue.clean:
                 self.message_user(request, f"{tombstone}: nothing of it remains.", messages.SUCCESS)
             else:

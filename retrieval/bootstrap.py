@@ -7,7 +7,7 @@ from typing import Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
-from curation.ports import Embedder
+from curation.ports import Embedder, GraphProjection, ObjectStore
 from retrieval.ports import EmbedderCatalog, Reranking, Search, Tokenizer, UsageLedger
 from retrieval.services.context import Packing
 
@@ -41,6 +41,14 @@ class Providers(Protocol):
 
     def tokenizer(self) -> Tokenizer:
         """What counts a context pack's tokens against its budget."""
+        ...
+
+    def graph(self) -> GraphProjection:
+        """The graph projection (erasure cleans it and scans it for residue)."""
+        ...
+
+    def object_store(self) -> ObjectStore:
+        """Where raw bytes live (erasure deletes them and scans for residue)."""
         ...
 
 

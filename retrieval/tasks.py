@@ -21,16 +21,14 @@ from django.conf import settings
 from django.utils import timezone
 
 from common.jobs import task
-from retrieval import bootstrap
+from retrieval import usecases
 from retrieval.domain.evaluation import Floors
 from retrieval.models import CalibrationRun, EvaluationRun, GoldenQuery, WeightSet
 from retrieval.selectors import groups_with_golden, groups_with_votes
 from retrieval.services.calibration import RunInProgress, calibration_run
 from retrieval.services.embedding import catch_up_progress
-from retrieval.services.evaluation import evaluation_run
-from retrieval.services.index import groups_to_catch_up, index_catch_up
-from retrieval.services.snapshots import Pinning, snapshot_build, snapshots_building
-from retrieval.services.usage import provider_usage_flush
+from retrieval.services.index import groups_to_catch_up
+from retrieval.services.snapshots import snapshots_building
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -55,9 +53,8 @@ def evaluator(
     def evaluate(weight_set: WeightSet) -> object:
         if not _has_golden(weight_set.group_id):
             return None
-        return evaluation_run(
-            actor=actor, group_id=weight_set.group_id, search=bootstrap.search(),
-            now=timezone.now(),
+        return usecases.evaluation_run(
+            actor=actor, group_id=weight_set.group_id, now=timezone.now(),
             trigger=trigger, floors=Floors.parse(settings.VERA_LEARNING__FLOORS),
             weight_set_id=weight_set.pk, run_key=f"{run_key}:candidate" if run_key else "",
         )  # fmt: skip
@@ -119,9 +116,8 @@ def evaluate_groups(
     gate = floors if floors is not None else Floors.parse(settings.VERA_LEARNING__FLOORS)
 
     def evaluate(group_id: str) -> EvaluationRun:
-        return evaluation_run(
+        return usecases.evaluation_run(
             actor=principal_system("evaluation", group_ids=[group_id]), group_id=group_id,
-            search=bootstrap.search(),
             now=timezone.now(), trigger=trigger, floors=gate, run_key=run_key,
         )  # fmt: skip
 
@@ -147,13 +143,12 @@ def index_catch_up_workspaces() -> dict[str, str]:
     """Every minute: re-embed, a bounded batch at a time, the documents of workspaces
     whose embedding model was switched, and embed with a workspace's companion model the
     documents without its vector (see `retrieval.services.embedding`)."""
-    catalog = bootstrap.providers().embedders()
     outcomes: dict[str, str] = {}
     # Found across every group by a system finder; each then in a context of its own.
     for group_id, stale in groups_to_catch_up():
         try:
             with rls.tenant_context(principal_system("index-catch-up", group_ids=[group_id])):
-                done = index_catch_up(group_id=group_id, catalog=catalog)
+                done = usecases.index_catch_up(group_id=group_id)
                 left, total = catch_up_progress(group_id)
         except Exception as error:  # one workspace's failure must not stop the others'
             logger.exception("re-embedding %s failed", group_id)
@@ -171,17 +166,13 @@ def snapshots_build(snapshot_id: int | None = None) -> dict[int, str]:
     beat, so a build that died with its worker, or lost a race with an erasure, is
     built again)."""
     waiting = snapshots_building()
-    providers = bootstrap.providers()
-    pinning = Pinning(
-        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
-    )
     outcomes: dict[int, str] = {}
     for pk, group_id in waiting:
         if snapshot_id is not None and pk != snapshot_id:
             continue
         actor = principal_system("snapshots", group_ids=[group_id])
         try:
-            built = snapshot_build(pk, actor=actor, pinning=pinning)
+            built = usecases.snapshot_build(pk, actor=actor)
         except Exception as error:  # one snapshot's failure must not stop the others'
             outcomes[pk] = f"error: {type(error).__name__}: {error}"
         else:
@@ -193,4 +184,4 @@ def snapshots_build(snapshot_id: int | None = None) -> dict[int, str]:
 def flush_provider_usage() -> int:
     """Every minute: add the provider usage every process metered to each workspace's
     day rows (the admin's cost page); how many rows were written to."""
-    return provider_usage_flush(ledger=bootstrap.providers().usage_ledger())
+    return usecases.provider_usage_flush()

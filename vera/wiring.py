@@ -9,7 +9,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from django.conf import settings
@@ -37,12 +37,15 @@ from curation.services.outbox import BatchHandler, Handler
 from curation.services.sources import source_policy, source_secret_refusal
 from retrieval.adapters.embedders.metering import Meter, Usage
 from retrieval.domain.results import Result
-from retrieval.ports import EmbedderCatalog, Reranker, Reranking, Tokenizer
+from retrieval.ports import EmbedderCatalog, Reranker, Reranking, Search, Tokenizer, UsageLedger
 from retrieval.services.erasure import erasure_cleanup_job
 from retrieval.services.index import index_job, index_jobs, index_prepare
 from tenants.adapters.rate_limits import RedisRateLimiter
 
 from . import metrics
+
+if TYPE_CHECKING:
+    from retrieval.adapters.usage_ledger import RedisUsageLedger
 
 GRAPH_BACKENDS = ("falkordb", "neo4j")
 RERANKER_PROVIDERS = ("voyage", "llm")
@@ -409,7 +412,7 @@ def provider_meter() -> Meter:
 
 
 @functools.cache
-def usage_ledger() -> Any:
+def usage_ledger() -> RedisUsageLedger:
     """Metered provider usage of every process, in Redis until beat flushes it to Postgres.
 
     One ledger per database: deployments (or test runs) sharing a Redis never drain
@@ -533,21 +536,28 @@ class RetrievalProviders:
     def fusion(self) -> dict[str, float]:
         return fusion_weights()
 
-    def search(self) -> Callable[..., Any]:
-        """retrieval.ports.Search: search with this provider's adapters bound."""
+    def search(self) -> Search:
+        """Search with this provider's adapters bound."""
         # Bound per call through `self`: a test that swaps one provider swaps it here too.
-        return functools.partial(
+        bound: Search = functools.partial(
             _observed_search,
             embedder=self.embedders(),
             reranking=self.reranking(),
             fusion=fusion_weights(),
         )
+        return bound
 
-    def usage_ledger(self) -> Any:
+    def usage_ledger(self) -> UsageLedger:
         return usage_ledger()
 
     def tokenizer(self) -> Tokenizer:
         return tokenizer()
+
+    def graph(self) -> GraphProjection:
+        return graph()
+
+    def object_store(self) -> ObjectStore:
+        return object_store()
 
 
 class CurationProviders:

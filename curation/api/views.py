@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 
 from common import api_parameters as parameters
 from common.errors import NotFound, PermissionDenied
-from curation import bootstrap, selectors
+from curation import selectors, usecases
 from curation.api.serializers import (
     ClaimSerializer,
     EntityRefSerializer,
@@ -50,7 +50,7 @@ from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Reprocessing, Source
 from curation.services.ontology import ontology_predicate_reset, ontology_predicate_set
-from curation.services.proposals import ProposalRefused, proposal_record
+from curation.services.proposals import ProposalRefused
 from curation.services.reprocess import ReprocessRefused
 from curation.services.retraction import (
     Retraction,
@@ -216,10 +216,9 @@ class EntityRelatedView(generics.GenericAPIView[Claim]):
         entity = selectors.entity_visible(entity_id=entity_id) if entity_id <= MAX_ID else None
         if entity is None:
             raise exceptions.NotFound("No such entity.")
-        paths = selectors.entity_related(
-            entity=entity, graph=bootstrap.providers().graph(),
-            principal=principal_of(request), query=query, read=claims_data,
-        )  # fmt: skip
+        paths = usecases.entity_related(
+            entity=entity, principal=principal_of(request), query=query, read=claims_data
+        )
         found = selectors.Neighbourhood.of(entity, paths)
         return Response({  # RelatedSerializer's shape; the claims are serialised already
             "entity": EntityRefSerializer(entity).data,
@@ -427,9 +426,8 @@ class ProposalView(APIView):
         form.is_valid(raise_exception=True)
         data = form.validated_data
         try:
-            done = proposal_record(
-                actor=principal_of(request), store=bootstrap.providers().object_store(),
-                group_id=data.get("scope"), subject=data["subject"],
+            done = usecases.proposal_record(
+                actor=principal_of(request), group_id=data.get("scope"), subject=data["subject"],
                 predicate=data["predicate"], object=data["object"],
                 evidence=data["evidence"], source_url=data["source_url"],
             )  # fmt: skip

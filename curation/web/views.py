@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.errors import PermissionDenied
 from common.htmx import htmx_partial
-from curation import bootstrap, selectors
+from curation import selectors, usecases
 from curation.domain.errors import ObjectStoreError
 from curation.domain.params import parse_related
 from curation.domain.tiers import ClaimStatus
@@ -71,10 +71,9 @@ def _cards_page(
     principal = request_principal(request)
     ids = selectors.review_document_ids(principal=principal, filters=filters, sort=sort)
     page = Paginator(ids, CARDS_PER_PAGE).get_page(request.GET.get("page"))
-    cards = selectors.review_documents(
-        principal=principal, episode_ids=list(page.object_list), filters=filters,
-        store=bootstrap.providers().object_store(),
-    )  # fmt: skip
+    cards = usecases.review_documents(
+        principal=principal, episode_ids=list(page.object_list), filters=filters
+    )
     return page, cards
 
 
@@ -281,7 +280,7 @@ def episode_raw(request: HttpRequest, episode_id: int) -> HttpResponse:
     if episode is None or not episode.object_key:
         raise Http404("No such artifact.")
     try:
-        data = bootstrap.providers().object_store().get(episode.object_key)
+        data = usecases.artifact_bytes(episode)
     except KeyError:
         raise Http404("The artifact's bytes are gone (erased).") from None
     except ObjectStoreError:
@@ -368,9 +367,9 @@ def entity_detail(request: HttpRequest, entity_id: int) -> HttpResponse:
     except InvalidQuery as error:
         problems = "; ".join(f"{name}: {message}" for name, message in error.errors.items())
         return HttpResponse(problems, status=400, content_type="text/plain; charset=utf-8")
-    paths = selectors.entity_related(
-        entity=view.entity, graph=bootstrap.providers().graph(),
-        principal=request_principal(request), query=query, read=selectors.claim_models,
+    paths = usecases.entity_related(
+        entity=view.entity, principal=request_principal(request), query=query,
+        read=selectors.claim_models,
     )  # fmt: skip
     context = {
         "view": view,

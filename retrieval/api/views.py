@@ -21,7 +21,7 @@ from curation.domain.params import TIER_RANGE
 from curation.models import Episode, Source, Tombstone
 from kernel.params import MAX_ID
 from kernel.timing import before_view, view_done
-from retrieval import bootstrap, selectors
+from retrieval import selectors, usecases
 from retrieval.api.serializers import (
     ContextPackSerializer,
     EraseSerializer,
@@ -48,13 +48,12 @@ from retrieval.domain.query import (
 )
 from retrieval.models import SearchHit, Snapshot
 from retrieval.selectors import CitedResult
-from retrieval.services.context import context_pack, pack_payload
-from retrieval.services.erasure import ErasureRefused, erase, erasure_cleanup_now
+from retrieval.services.context import pack_payload
+from retrieval.services.erasure import ErasureRefused
 from retrieval.services.feedback import feedback_record
 from retrieval.services.search import server_timing
 from retrieval.services.snapshots import (
     SnapshotRefused,
-    snapshot_search_cited,
     snapshot_take,
 )
 from retrieval.tasks import snapshots_build
@@ -128,9 +127,7 @@ class SearchView(APIView):
                 cited = search_snapshot(query)
                 cite_ms = 0.0
             else:
-                result = bootstrap.search()(
-                    query=query, now=timezone.now(), user_id=principal.user_id
-                )
+                result = usecases.search(query=query, now=timezone.now(), user_id=principal.user_id)
                 started = time.perf_counter()
                 cited = selectors.search_result_cited(result=result)
                 cite_ms = (time.perf_counter() - started) * 1000
@@ -199,10 +196,10 @@ class ContextView(APIView):
         principal = principal_of(request)
         with _narrowed(principal, wanted.query.scope):
             try:
-                served = context_pack(
+                served = usecases.context_pack(
                     query=wanted.query, token_budget=wanted.token_budget,
                     user_id=principal.user_id, now=timezone.now(),
-                    snapshot_id=wanted.query.snapshot, packing=bootstrap.packing(),
+                    snapshot_id=wanted.query.snapshot,
                 )  # fmt: skip
             except Snapshot.DoesNotExist:
                 raise exceptions.NotFound("No such snapshot.") from None
@@ -227,12 +224,8 @@ def _narrowed(principal: Principal, scope: str | None) -> Iterator[None]:
 
 def search_snapshot(query: Query) -> CitedResult:
     """The query against the sealed snapshot it names; 404 unseen, 409 refused (says why)."""
-    providers = bootstrap.providers()
     try:
-        _, cited = snapshot_search_cited(
-            snapshot_id=query.snapshot or 0, query=query, catalog=providers.embedders(),
-            reranking=providers.reranking(),
-        )  # fmt: skip
+        _, cited = usecases.snapshot_search(query)
     except Snapshot.DoesNotExist:
         raise exceptions.NotFound("No such snapshot.") from None
     except SnapshotRefused as error:
@@ -298,12 +291,10 @@ class _EraseView(APIView):
         model = Source if self.kind == "source" else Episode
         if pk > MAX_ID or not model.objects.filter(pk=pk).exists():  # RLS: others' too
             raise exceptions.NotFound(f"No such {self.kind}.")
-        catalog = bootstrap.providers().embedders()
         try:
-            tombstone = erase(
+            tombstone = usecases.erase(
                 actor=principal_of(request), kind=self.kind, target_id=pk,
                 reason=form.validated_data["reason"], confirm=form.validated_data["confirm"],
-                catalog=catalog,
             )  # fmt: skip
         except PermissionDenied as error:
             raise exceptions.PermissionDenied(str(error)) from None
@@ -311,25 +302,9 @@ class _EraseView(APIView):
             raise exceptions.ValidationError({"detail": str(error)}) from None
         # Postgres first: the erasure is committed before anything else is touched.
         transaction.on_commit(
-            lambda: cleanup_after_commit(tombstone.pk, tombstone.group_id, catalog)
+            lambda: usecases.erasure_cleanup_at_once(tombstone.pk, tombstone.group_id)
         )
         return Response(TombstoneSerializer(tombstone).data)
-
-
-def cleanup_after_commit(tombstone_id: int, group_id: str, catalog: object) -> None:
-    """After commit: the cleanup at once, under the tombstone's tenancy (its group's
-    alone); on failure the queued job stays for the worker."""
-    from curation import bootstrap as curation_bootstrap
-    from tenants import rls
-    from tenants.selectors import principal_system
-
-    providers = curation_bootstrap.providers()
-    with rls.tenant_context(principal_system("erasure", group_ids=[group_id])):
-        tombstone = Tombstone.objects.get(pk=tombstone_id)
-        erasure_cleanup_now(
-            tombstone, graph=providers.graph(), store=providers.object_store(),
-            catalog=catalog,  # type: ignore[arg-type]
-        )  # fmt: skip
 
 
 class SourceEraseView(_EraseView):

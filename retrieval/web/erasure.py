@@ -17,11 +17,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from common.errors import PermissionDenied
-from curation import bootstrap as curation_bootstrap
 from curation.models import Episode, Source, Tombstone
-from retrieval import bootstrap
-from retrieval.api.views import cleanup_after_commit
-from retrieval.services.erasure import ErasureRefused, erase, erasure_preview, erasure_scan
+from retrieval import usecases
+from retrieval.services.erasure import ErasureRefused, erasure_preview
 from tenants.domain.scopes import Role
 from tenants.principals import request_principal
 
@@ -43,19 +41,17 @@ def erase_page(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
         raise DjangoPermissionDenied(str(error)) from None
     context: dict[str, object] = {"kind": KINDS[kind], "pk": pk, "preview": preview}
     if request.method == "POST":
-        catalog = bootstrap.providers().embedders()
         try:
-            tombstone = erase(
+            tombstone = usecases.erase(
                 actor=principal, kind=KINDS[kind], target_id=pk,
                 reason=request.POST.get("reason", ""), confirm=request.POST.get("confirm") == "on",
-                catalog=catalog,
             )  # fmt: skip
         except ErasureRefused as error:
             context["error"] = str(error)
             context["reason"] = request.POST.get("reason", "")
         else:
             transaction.on_commit(
-                lambda: cleanup_after_commit(tombstone.pk, tombstone.group_id, catalog)
+                lambda: usecases.erasure_cleanup_at_once(tombstone.pk, tombstone.group_id)
             )
             messages.success(request, f"Erased {KINDS[kind]} {pk}; this tombstone is what remains.")
             return redirect("search:tombstone", pk=tombstone.pk)
@@ -73,10 +69,5 @@ def tombstone_page(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         if not request_principal(request).can(Role.ADMIN, tombstone.group_id):
             raise DjangoPermissionDenied("verifying an erasure needs the admin role")
-        providers = curation_bootstrap.providers()
-        residue = erasure_scan(
-            tombstone, graph=providers.graph(), store=providers.object_store(),
-            catalog=bootstrap.providers().embedders(),
-        )  # fmt: skip
-        context["residue"] = residue
+        context["residue"] = usecases.erasure_verify(tombstone)
     return render(request, "retrieval/tombstone.html", context)

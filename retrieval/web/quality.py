@@ -22,11 +22,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.errors import PermissionDenied
 from common.htmx import htmx_partial
-from retrieval import bootstrap, selectors
+from retrieval import selectors, usecases
 from retrieval.domain.evaluation import Floors
 from retrieval.models import EvaluationRun, WeightSet
 from retrieval.services.calibration import RunInProgress
-from retrieval.services.evaluation import evaluation_run
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
 from retrieval.web import charts
 from tenants.domain.access import Principal
@@ -161,9 +160,8 @@ def quality_evaluate(request: HttpRequest) -> HttpResponse:
         raise DjangoPermissionDenied("evaluating from the portal needs the admin role")
     raw_id = request.POST.get("weight_set", "")
     try:
-        run = evaluation_run(
-            actor=principal, group_id=workspace.group_id, search=bootstrap.search(),
-            now=timezone.now(),
+        run = usecases.evaluation_run(
+            actor=principal, group_id=workspace.group_id, now=timezone.now(),
             trigger="portal", floors=Floors.parse(settings.VERA_LEARNING__FLOORS),
             weight_set_id=int(raw_id) if raw_id.isdigit() else None,
         )  # fmt: skip

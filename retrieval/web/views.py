@@ -9,10 +9,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from common.htmx import htmx_partial
-from retrieval import bootstrap, selectors
+from retrieval import selectors, usecases
 from retrieval.domain.query import InvalidQuery, Query, parse_query
 from retrieval.models import Snapshot
-from retrieval.services.snapshots import SnapshotRefused, snapshot_search_cited
+from retrieval.services.snapshots import SnapshotRefused
 from tenants.principals import request_principal
 
 
@@ -41,7 +41,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
                 context.update(_snapshot_results(query))
             else:
                 user_id = request_principal(request).user_id
-                result = bootstrap.search()(query=query, now=timezone.now(), user_id=user_id)
+                result = usecases.search(query=query, now=timezone.now(), user_id=user_id)
                 context["result"] = selectors.search_result_cited(result=result)
     template = "retrieval/search.html#results" if htmx_partial(request) else "retrieval/search.html"
     return render(request, template, context)
@@ -49,12 +49,8 @@ def search_page(request: HttpRequest) -> HttpResponse:
 
 def _snapshot_results(query: Query) -> dict[str, object]:
     """The snapshot's cited hits, or the reason it cannot be searched."""
-    providers = bootstrap.providers()
     try:
-        snapshot, cited = snapshot_search_cited(
-            snapshot_id=query.snapshot or 0, query=query, catalog=providers.embedders(),
-            reranking=providers.reranking(),
-        )  # fmt: skip
+        snapshot, cited = usecases.snapshot_search(query)
     except Snapshot.DoesNotExist:
         return {"errors": {"snapshot": "No such snapshot."}}
     except SnapshotRefused as error:

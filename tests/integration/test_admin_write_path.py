@@ -40,7 +40,7 @@ from curation.models import (
 from curation.services.ontology import ontology_predicate_set
 from curation.services.reprocess import reprocess_start
 from curation.services.sources import source_create
-from curation.tasks import ingest_now, reprocess_now
+from curation.usecases import ingest_now, reprocess_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, Weights
 from retrieval.domain.usage import UsageTotal

@@ -15,7 +15,7 @@ import voyageai
 from django.test import Client
 from prometheus_client import REGISTRY
 
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from retrieval.adapters.embedders.cached import CachedEmbedder
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.adapters.rerankers import VoyageReranker

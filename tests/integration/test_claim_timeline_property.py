@@ -80,9 +80,19 @@ class Timeline:
             group_id=group_id, origin_group_id=group_id, name="cmdb", kind="markdown",
             config={"root": "/nonexistent"}, trust_tier=Tier.AUTHORITATIVE,
         )  # fmt: skip
-        self.subject = Entity.objects.create(group_id=group_id, canonical_name="billing-api")
-        self.hosts = [Entity.objects.create(group_id=group_id, canonical_name=h) for h in HOSTS]
         self.episodes: list[Episode] = []
+
+    def _entity(self, name: str) -> Entity:
+        """The entity of this name, as ingestion resolves it: an erasure deletes one no
+        claim names any more, and the next document about it makes it anew."""
+        entity, _ = Entity.objects.get_or_create(
+            group_id=self.source.group_id, canonical_name=name, merged_into=None
+        )
+        return entity
+
+    @property
+    def subject(self) -> Entity:
+        return self._entity("billing-api")
 
     def publish(self, step: Publish) -> None:
         n = len(self.episodes)
@@ -93,7 +103,7 @@ class Timeline:
             status=EpisodeStatus.PROCESSED,
         )  # fmt: skip
         self.episodes.append(episode)
-        host = self.hosts[step.host]
+        host = self._entity(HOSTS[step.host])
         claim_record(
             source=self.source, episode=episode,
             new=NewClaim(subject=self.subject, predicate="RUNS_ON", object_entity=host,

@@ -18,7 +18,7 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, EntityIdentity, MergeCandidate, Source
 from curation.services.entities import Resolution, entity_resolve
 from curation.services.sources import source_create
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.services.erasure import erase

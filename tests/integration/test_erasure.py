@@ -268,7 +268,7 @@ def test_a_process_killed_between_commit_and_cleanup_leaves_it_to_a_real_worker(
 def test_erasing_the_document_of_the_newer_value_makes_the_older_current_again(
     tenant_a: Tenant, tmp_path: Path
 ) -> None:
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from tests.support.ingest import T0, T1, write_at
     from tests.support.tenancy import markdown_source
 

@@ -22,7 +22,8 @@ from curation.domain.graph import GraphEdge, GraphNode, epoch_ms
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim
 from curation.services.projection import graph_rebuild
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from tenants import rls
 from tenants.selectors import principal_system
 from tests.support.ingest import T0, T1, ingest_billing_history, write_at

@@ -11,7 +11,8 @@ from curation import bootstrap
 from curation.domain.outbox import Consumer
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from devtools.graph_server import GraphServer
 from tenants import rls
 from tests.support.tenancy import Tenant, markdown_source

@@ -29,7 +29,8 @@ from curation.domain.outbox import Consumer
 from curation.models import Entity, OutboxJob
 from curation.services.entities import canonical, entity_merge, entity_unmerge
 from curation.services.projection import graph_rebuild
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from tenants import rls
 from tenants.domain.scopes import ScopeKind
 from tenants.selectors import principal_system

@@ -14,7 +14,7 @@ from django.test import Client
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, OutboxJob, Source
 from curation.services.sources import source_create
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from tenants import rls
 from tenants.domain.scopes import ScopeKind
 from tenants.services.scopes import personal_scope_ensure

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from curation import tasks
+from curation import tasks, usecases
 from curation.domain.outbox import PROJECT_CLAIM, Priority
 from curation.models import Episode, OutboxJob, Source
 from curation.services.outbox import outbox_enqueue_many
@@ -103,10 +103,10 @@ def test_slow_mode_pauses_each_page_while_the_lane_is_degraded_and_loses_nothing
     for n in range(3):
         (tmp_path / f"svc-{n}.md").write_text(f"# svc-{n}\n\nThe svc-{n} runs on k8s-{n}.\n")
     pauses: list[float] = []
-    monkeypatch.setattr(tasks.time, "sleep", pauses.append)  # the pacing, not the clock
+    monkeypatch.setattr(usecases.time, "sleep", pauses.append)  # the pacing, not the clock
 
-    with caplog.at_level(logging.INFO, logger="curation.tasks"):
-        report = tasks.ingest_now(source_id=due_source, group_id=tenant_a.workspace.group_id)
+    with caplog.at_level(logging.INFO, logger="curation.usecases"):
+        report = usecases.ingest_now(source_id=due_source, group_id=tenant_a.workspace.group_id)
 
     assert (report.new, report.failed, report.error) == (3, 0, "")
     # time.sleep is the process's: other code's sub-second waits (subprocess polling
@@ -119,5 +119,5 @@ def test_slow_mode_pauses_each_page_while_the_lane_is_degraded_and_loses_nothing
     settings.VERA_BACKPRESSURE__LANE_BACKLOG = {"projection": 1000}
     (tmp_path / "svc-9.md").write_text("# svc-9\n\nThe svc-9 runs on k8s-9.\n")
     pauses.clear()
-    assert tasks.ingest_now(source_id=due_source, group_id=tenant_a.workspace.group_id).new == 1
+    assert usecases.ingest_now(source_id=due_source, group_id=tenant_a.workspace.group_id).new == 1
     assert [pause for pause in pauses if pause >= 1] == []

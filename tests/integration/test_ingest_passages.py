@@ -18,7 +18,8 @@ from curation.domain.records import SourceRecord
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, Evidence, Source
 from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from tenants import rls
 from tests.support.tenancy import Tenant
 

@@ -10,7 +10,7 @@ from django.test import Client
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, Source
 from curation.services.sources import source_create
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from tenants import rls
 from tests.support.fake_upstreams import TOKEN, FakeUpstreams, Fault, jira_issue
 from tests.support.tenancy import Tenant

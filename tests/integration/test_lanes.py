@@ -14,7 +14,8 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, OutboxJob
 from curation.services import review
 from curation.services.outbox import outbox_backlog
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval.models import SearchDocument
 from tenants import rls
 from tests.support.tenancy import Tenant, markdown_source

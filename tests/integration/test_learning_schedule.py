@@ -26,7 +26,8 @@ from django.conf import settings
 from django.test import Client
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval.models import (
     CalibrationRun,
     EvaluationResult,

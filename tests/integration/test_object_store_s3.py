@@ -15,7 +15,8 @@ from django.test import Client
 from django.utils import timezone
 
 from curation.models import Episode, OutboxJob, Source, Tombstone
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.services.erasure import erase
 from tenants import rls

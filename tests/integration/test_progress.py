@@ -13,7 +13,7 @@ from django.core.management import call_command
 from curation.domain.progress import describe_run
 from curation.models import Source
 from curation.services.sources import source_create
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from kernel.progress import (
     ERASE_TO_END,
     Cadence,

@@ -19,7 +19,8 @@ from curation.models import Claim, Episode, OutboxJob, Source
 from curation.services.entities import entity_resolve
 from curation.services.proposals import ProposalRefused, claim_propose
 from curation.services.sources import source_update
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role

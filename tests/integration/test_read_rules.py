@@ -16,7 +16,8 @@ from django.db import DatabaseError, connection, transaction
 
 from curation.models import Claim, Entity, Episode, Evidence, Source
 from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval.models import SearchDocument
 from tenants import rls
 from tenants.domain.access import Principal

@@ -29,7 +29,8 @@ from curation.services.projection import graph_rebuild
 from curation.services.reprocess import ReprocessRefused, reprocess_start
 from curation.services.review import review_approve
 from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox, reprocess_now
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now, reprocess_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.models import SearchDocument
 from retrieval.services.index import index_rebuild

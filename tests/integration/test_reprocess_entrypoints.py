@@ -18,7 +18,7 @@ from django.test import Client
 from curation.domain.sources import AGENT_KIND
 from curation.models import Reprocessing, Source
 from curation.services.sources import source_create
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import AuditEvent

@@ -305,7 +305,7 @@ def test_an_organisations_claim_read_from_a_workspace_is_refused_not_an_error(
     # A workspace reads its organisation's published claims; retracting or reinstating
     # one of them needs a role in the organisation: 403 with the reason, never a 500.
     from curation.services.sources import source_create
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
 
     (tmp_path / "org.md").write_text("# Org\n\nThe sso-gateway runs on k8s-core-1.\n")
     org = tenant_a.org.group_id

@@ -34,7 +34,8 @@ from curation.services.entities import entity_resolve
 from curation.services.ontology import ontology_predicate_set
 from curation.services.reprocess import reprocess_start
 from curation.services.sources import source_create
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.adapters.embedders.cached import CachedEmbedder
 from retrieval.adapters.hashing_embedder import HashingEmbedder

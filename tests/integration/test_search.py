@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.models import SearchDocument, SearchHit
 from retrieval.services.index import DimensionMismatch, index_claims

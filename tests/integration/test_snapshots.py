@@ -23,7 +23,8 @@ from django.db.models import Count
 from django.test import Client
 
 from curation.models import Source
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval.domain import lexical, ranking
 from retrieval.domain.query import Query
 from retrieval.domain.ranking import Weights

@@ -36,7 +36,7 @@ from curation.domain.source_policy import (
 )
 from curation.models import Episode, EpisodeStatus, Source
 from curation.services.sources import source_create, source_reach_change, source_update
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import AuditEvent

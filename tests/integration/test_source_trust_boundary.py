@@ -19,7 +19,7 @@ from django.test import Client
 
 from curation.models import Episode, Source
 from curation.services.sources import source_create
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from tenants import rls
 from tenants.domain.scopes import Role
 from tests.support.recorder import Recorder

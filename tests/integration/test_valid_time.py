@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from curation.models import Claim
 from curation.selectors import claim_history, claims_valid
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.domain.query import Query
 from tenants import rls

@@ -76,7 +76,7 @@ def test_an_llm_extractor_without_its_key_fails_the_run_with_the_reason(
     settings, monkeypatch: pytest.MonkeyPatch, tenant_a, tmp_path
 ) -> None:
     from curation.services.sources import source_create
-    from curation.tasks import ingest_now
+    from curation.usecases import ingest_now
     from tenants import rls
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from curation.services.ingest import IngestReport
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from tests.support.tenancy import Tenant, cmdb_source, markdown_source
 
 

@@ -25,21 +25,21 @@ from django.utils import timezone
 from mcp.server.mcpserver.exceptions import ToolError
 
 from common.errors import NotFound, PermissionDenied
-from curation import bootstrap as curation_bootstrap
 from curation import selectors as curation_selectors
+from curation import usecases as curation_usecases
 from curation.api.serializers import claims_data
 from curation.domain.names import normalize_name
 from curation.domain.params import parse_related
 from curation.domain.validity import EVER_VALID
 from curation.models import Claim, Entity, EntityAlias
-from curation.services.proposals import ProposalRefused, proposal_record
+from curation.services.proposals import ProposalRefused
 from kernel.params import InvalidQuery
-from retrieval import bootstrap, selectors
+from retrieval import selectors, usecases
 from retrieval.api.serializers import SearchResultSerializer
 from retrieval.domain.context import parse_context
 from retrieval.domain.query import Query, parse_query
 from retrieval.models import SearchHit, Snapshot
-from retrieval.services.context import context_pack, pack_payload
+from retrieval.services.context import pack_payload
 from retrieval.services.feedback import feedback_record
 from retrieval.services.snapshots import SnapshotRefused
 from tenants import rls
@@ -113,7 +113,7 @@ def search(
     parsed = _query(q=query, k=k, as_of=as_of, scope=scope)
     _charge(principal, Budget.SEARCH)
     with _as(principal, parsed.scope):
-        result = bootstrap.search()(query=parsed, now=timezone.now(), user_id=principal.user_id)
+        result = usecases.search(query=parsed, now=timezone.now(), user_id=principal.user_id)
         cited = selectors.search_result_cited(result=result)
         return dict(SearchResultSerializer(cited).data)
 
@@ -138,10 +138,9 @@ def context(
     _charge(principal, Budget.SEARCH)
     with _as(principal, wanted.query.scope):
         try:
-            served = context_pack(
+            served = usecases.context_pack(
                 query=wanted.query, token_budget=wanted.token_budget,
-                user_id=principal.user_id, now=timezone.now(),
-                snapshot_id=wanted.query.snapshot, packing=bootstrap.packing(),
+                user_id=principal.user_id, now=timezone.now(), snapshot_id=wanted.query.snapshot,
             )  # fmt: skip
         except Snapshot.DoesNotExist:
             raise ToolError(f"No snapshot {snapshot} visible to you.") from None
@@ -219,10 +218,9 @@ def _related(
     except InvalidQuery as error:
         raise ToolError(_errors(error)) from None
     try:
-        paths = curation_selectors.entity_related(
-            entity=found, graph=curation_bootstrap.providers().graph(),
-            principal=principal, query=query, read=claims_data,
-        )  # fmt: skip
+        paths = curation_usecases.entity_related(
+            entity=found, principal=principal, query=query, read=claims_data
+        )
     except Exception as error:  # the graph is a projection: say so, do not fail the brief
         logger.warning("MCP related: the graph is unavailable (%s)", type(error).__name__)
         raise ToolError("The graph is unavailable right now; `search` still answers.") from None
@@ -271,9 +269,8 @@ def propose(
         raise ToolError(f"Proposing needs the {SCOPE_PROPOSE} scope; this token has none.")
     _charge(principal, Budget.WRITE)
     try:
-        done = proposal_record(
-            actor=principal, store=curation_bootstrap.providers().object_store(),
-            subject=subject, predicate=predicate, object=object, evidence=evidence,
+        done = curation_usecases.proposal_record(
+            actor=principal, subject=subject, predicate=predicate, object=object, evidence=evidence,
             source_url=source_url, group_id=scope,
         )  # fmt: skip
     except (NotFound, ProposalRefused) as error:

@@ -8,11 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from common.commands import reporter_for
-from curation import bootstrap
-from curation.services.projection import graph_rebuild, graph_rebuild_live
-from tenants import rls
+from curation.usecases import graph_replay
 from tenants.commands import checked_groups
-from tenants.selectors import principal_system
 
 
 class Command(BaseCommand):
@@ -36,15 +33,7 @@ class Command(BaseCommand):
         if groups:
             checked_groups(groups)
         progress = reporter_for(self, unit="claims", every=options["progress_every"])
-        graph = bootstrap.providers().graph()
-        principal = principal_system("graph-rebuild", group_ids=groups)
-        if groups:  # each step its own transaction: the workers must see the pause
-            count = graph_rebuild_live(
-                graph=graph, group_ids=groups, principal=principal, on_progress=progress.update
-            )
-        else:
-            with rls.tenant_context(principal):
-                count = graph_rebuild(graph=graph, on_progress=progress.update)
+        count = graph_replay(group_ids=groups or [], on_progress=progress.update)
         progress.finish()
         where = f"groups {', '.join(groups)}" if groups else "all groups"
         self.stdout.write(f"projected {count} claims of {where}")

@@ -14,7 +14,7 @@ from common.commands import reporter_for
 from curation.models import Source
 from curation.services.backpressure import ingest_pressure
 from curation.services.ingest import IngestReport
-from curation.tasks import ingest_now
+from curation.usecases import ingest_now
 from kernel.progress import ProgressReporter
 from tenants import rls
 from tenants.selectors import principal_system

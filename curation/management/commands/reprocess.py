@@ -17,12 +17,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from common.commands import reporter_for
-from curation import bootstrap
-from curation.domain.extraction.base import extraction_version
 from curation.domain.sources import AGENT_KIND
 from curation.models import Reprocessing, Source
-from curation.services.reprocess import ReprocessRefused, reprocess_due, reprocess_start
-from curation.tasks import reprocess_now
+from curation.services.reprocess import ReprocessRefused
+from curation.usecases import reprocess_begin, reprocess_now, reprocess_outdated
 from tenants import rls
 from tenants.selectors import principal_system
 
@@ -60,14 +58,7 @@ class Command(BaseCommand):
                     raise CommandError(f"no source in workspace {options['workspace']!r}")
                 return chosen
             if options["outdated"]:
-                providers = bootstrap.providers()
-                return list(
-                    reprocess_due(
-                        version_of=lambda s: extraction_version(
-                            providers.read_adapters_for(s).extractors
-                        )
-                    )
-                )
+                return reprocess_outdated()
             chosen = []
             for ident in options["source"]:
                 matches = list(
@@ -105,11 +96,10 @@ class Command(BaseCommand):
     def _run(self, source: Source, options: dict[str, Any]) -> Reprocessing:
         principal = principal_system("operator", group_ids=[source.group_id])
         with rls.tenant_context(principal):
-            adapters = bootstrap.providers().read_adapters_for(source)
             try:
-                run = reprocess_start(
-                    actor=principal, source_id=source.pk, adapters=adapters,
-                    everything=options["everything"], reason=options["reason"],
+                run = reprocess_begin(
+                    actor=principal, source=source, everything=options["everything"],
+                    reason=options["reason"],
                 )  # fmt: skip
             except ReprocessRefused as error:
                 raise CommandError(str(error)) from None

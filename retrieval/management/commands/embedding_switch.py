@@ -7,16 +7,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from retrieval import bootstrap
+from retrieval import usecases
 from retrieval.models import GroupEmbedding
 from retrieval.services.embedding import (
     SwitchRefused,
     catch_up_progress,
     companion_missing,
-    embedding_companion,
-    embedding_switch,
 )
-from retrieval.services.index import index_catch_up
 from tenants import rls
 from tenants.commands import checked_groups
 from tenants.selectors import principal_system
@@ -42,14 +39,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        catalog = bootstrap.providers().embedders()
+        catalog = usecases.offered_models()
         groups = options["group"]
         if groups:
             checked_groups(groups)
         if options["provider"] and options["companion"]:
             raise CommandError("switch the model or set the companion, one at a time")
         if options["companion"]:
-            self._companion(catalog, groups, options)
+            self._companion(groups, options)
         if options["provider"]:
             if not groups:
                 raise CommandError("name the workspace(s) to switch with --group")
@@ -57,14 +54,14 @@ class Command(BaseCommand):
                 actor = principal_system("embedding_switch", group_ids=[group_id])
                 with rls.tenant_context(actor):
                     try:
-                        switch = embedding_switch(
+                        switch = usecases.embedding_switch(
                             actor=actor, group_id=group_id, provider=options["provider"],
-                            catalog=catalog, reason=options["reason"],
+                            reason=options["reason"],
                         )  # fmt: skip
                     except SwitchRefused as refused:
                         raise CommandError(f"{group_id}: {refused}") from None
                     self.stdout.write(switch.message)
-                    while options["now"] and index_catch_up(group_id=group_id, catalog=catalog):
+                    while options["now"] and usecases.index_catch_up(group_id=group_id):
                         left, total = catch_up_progress(group_id)
                         self.stdout.write(f"{group_id}: {total - left} of {total} on the model")
         self._list(catalog, groups)
@@ -87,7 +84,7 @@ class Command(BaseCommand):
                     line += f"; companion {pin.companion} (not offered)"
                 self.stdout.write(line)
 
-    def _companion(self, catalog: Any, groups: list[str] | None, options: dict[str, Any]) -> None:
+    def _companion(self, groups: list[str] | None, options: dict[str, Any]) -> None:
         """Set (or, with "none", remove) the companion model of the named workspaces."""
         if not groups:
             raise CommandError("name the workspace(s) with --group")
@@ -96,12 +93,12 @@ class Command(BaseCommand):
             actor = principal_system("embedding_switch", group_ids=[group_id])
             with rls.tenant_context(actor):
                 try:
-                    outcome = embedding_companion(
+                    outcome = usecases.embedding_companion(
                         actor=actor, group_id=group_id, provider=companion,
-                        catalog=catalog, reason=options["reason"],
+                        reason=options["reason"],
                     )  # fmt: skip
                 except SwitchRefused as refused:
                     raise CommandError(f"{group_id}: {refused}") from None
                 self.stdout.write(outcome.message)
-                while options["now"] and index_catch_up(group_id=group_id, catalog=catalog):
+                while options["now"] and usecases.index_catch_up(group_id=group_id):
                     pass

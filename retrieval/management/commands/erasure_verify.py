@@ -7,10 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from curation import bootstrap as curation_bootstrap
 from curation.models import Tombstone
-from retrieval import bootstrap
-from retrieval.services.erasure import erasure_scan
+from retrieval import usecases
 from tenants import rls
 from tenants.selectors import principal_system
 
@@ -30,12 +28,8 @@ class Command(BaseCommand):
             tombstone = Tombstone.objects.filter(pk=options["tombstone"]).first()
         if tombstone is None:
             raise CommandError(f"no tombstone {options['tombstone']}")
-        providers = curation_bootstrap.providers()
         with rls.tenant_context(principal_system("erasure_verify", group_ids=[tombstone.group_id])):
-            residue = erasure_scan(
-                tombstone, graph=providers.graph(), store=providers.object_store(),
-                catalog=bootstrap.providers().embedders(),
-            )  # fmt: skip
+            residue = usecases.erasure_verify(tombstone)
         if not residue.clean:
             lines = [f"  {name}: {', '.join(ids)}" for name, ids in residue.found.items()]
             raise CommandError(

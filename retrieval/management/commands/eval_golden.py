@@ -8,10 +8,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from retrieval import bootstrap
+from retrieval import usecases
 from retrieval.domain.evaluation import Floors
 from retrieval.models import EvaluationRun, GoldenQuery, WeightSet
-from retrieval.services.evaluation import evaluation_run
 from tenants import rls
 from tenants.commands import checked_groups
 from tenants.selectors import principal_system
@@ -44,9 +43,8 @@ class Command(BaseCommand):
         for group_id in groups:
             actor = principal_system("eval_golden", group_ids=[group_id])
             try:
-                run = evaluation_run(
-                    actor=actor, group_id=group_id, search=bootstrap.search(),
-                    now=timezone.now(),
+                run = usecases.evaluation_run(
+                    actor=actor, group_id=group_id, now=timezone.now(),
                     trigger="command", floors=floors, weight_set_id=options["weights"],
                 )  # fmt: skip
             except WeightSet.DoesNotExist:

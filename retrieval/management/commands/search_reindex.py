@@ -8,9 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from common.commands import reporter_for
-from retrieval import bootstrap
+from retrieval import usecases
 from retrieval.models import GroupEmbedding, SearchDocument
-from retrieval.services.index import index_rebuild
 from tenants import rls
 from tenants.selectors import principal_system
 
@@ -34,7 +33,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        catalog = bootstrap.providers().embedders()
         principal = principal_system("reindex", group_ids=options["group"])
         progress = reporter_for(self, unit="claims", every=options["progress_every"])
         with rls.tenant_context(principal):
@@ -42,6 +40,6 @@ class Command(BaseCommand):
                 SearchDocument.objects.all().delete()
                 GroupEmbedding.objects.all().delete()
             # Each workspace with its own model (its pin; after --reset-model the default).
-            count = index_rebuild(embedder=catalog, on_progress=progress.update)
+            count = usecases.index_rebuild(on_progress=progress.update)
         progress.finish()
         self.stdout.write(f"indexed {count} claims")

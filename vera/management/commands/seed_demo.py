@@ -32,7 +32,8 @@ from django.db.models import Count
 from curation.models import Claim, Source
 from curation.services.ingest import IngestReport
 from curation.services.sources import source_create, source_update
-from curation.tasks import ingest_now, process_outbox
+from curation.tasks import process_outbox
+from curation.usecases import ingest_now
 from retrieval.models import SearchDocument
 from tenants import rls
 from tenants.domain.access import Principal
