@@ -17,13 +17,10 @@ from django.test import Client
 
 from curation.domain.sources import AGENT_KIND
 from curation.models import Reprocessing, Source
-from curation.services.sources import source_create
-from curation.usecases import ingest_now
 from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import AuditEvent
-from tenants.selectors import principal_system
-from tests.support.ingest import ingest_markdown
+from tests.support.ingest import ingest_markdown, ingest_org_handbook
 from tests.support.tenancy import Tenant
 from vera.celery import app
 
@@ -199,17 +196,9 @@ def test_an_organisations_source_a_workspace_admin_only_reads_is_refused(
     tenant_a: Tenant, tmp_path: Path, client: Client
 ) -> None:
     # Its published claims are readable from the workspace below; the source is not theirs.
-    (tmp_path / "org.md").write_text("# Org\n\nThe sso-gateway runs on k8s-core-1.\n")
-    org = tenant_a.org.group_id
-    operator = principal_system("test", group_ids=[org])
-    with rls.tenant_context(operator):
-        source = source_create(
-            actor=operator, group_id=org, name="handbook", kind="markdown",
-            config={"root": str(tmp_path)}, trust_tier=1,
-        )  # fmt: skip
-    ingest_now(source_id=source.pk, group_id=org)
+    source_id = ingest_org_handbook(tenant_a, tmp_path)
 
-    response = _reprocess(client, _key(tenant_a, Role.ADMIN), source.pk)
+    response = _reprocess(client, _key(tenant_a, Role.ADMIN), source_id)
 
     assert response.status_code == 403
     assert "needs the admin role" in response.json()["detail"]

@@ -26,7 +26,13 @@ from retrieval.models import SearchDocument
 from tenants import rls
 from tenants.models import AuditEvent
 from tenants.selectors import principal_system
-from tests.support.ingest import T0, T1, ingest_billing_history, ingest_markdown
+from tests.support.ingest import (
+    T0,
+    T1,
+    ingest_billing_history,
+    ingest_markdown,
+    ingest_org_handbook,
+)
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -304,21 +310,11 @@ def test_an_organisations_claim_read_from_a_workspace_is_refused_not_an_error(
 ) -> None:
     # A workspace reads its organisation's published claims; retracting or reinstating
     # one of them needs a role in the organisation: 403 with the reason, never a 500.
-    from curation.services.sources import source_create
-    from curation.usecases import ingest_now
-
-    (tmp_path / "org.md").write_text("# Org\n\nThe sso-gateway runs on k8s-core-1.\n")
-    org = tenant_a.org.group_id
-    operator = principal_system("test", group_ids=[org])
-    with rls.tenant_context(operator):
-        source = source_create(
-            actor=operator, group_id=org, name="handbook", kind="markdown",
-            config={"root": str(tmp_path)}, trust_tier=1,
-        )  # fmt: skip
-    assert not ingest_now(source_id=source.pk, group_id=org).error
+    source_id = ingest_org_handbook(tenant_a, tmp_path)
+    operator = principal_system("test", group_ids=[tenant_a.org.group_id])
     with rls.tenant_context(operator):
         claim = Claim.objects.get(predicate="RUNS_ON")
-        episode = Episode.objects.get(source=source)
+        episode = Episode.objects.get(source_id=source_id)
     with rls.tenant_context(tenant_a.principal(tenant_a.reviewer)):
         assert Claim.objects.filter(pk=claim.pk).exists()  # readable from the workspace
 

@@ -107,3 +107,23 @@ def ingest_billing_history(
     write_at(root, "billing.md", "# Billing\n\nThe billing-api runs on k8s-prod-2.\n", T1)
     ingest_now(source_id=source_id, group_id=tenant.workspace.group_id)
     drain_outbox()
+
+
+def ingest_org_handbook(tenant: Tenant, root: Path) -> int:
+    """A Markdown source of the tenant's organisation (not its workspace), ingested by an
+    operator: its published claims are readable from the workspace below, nothing else
+    of it is the workspace's. Returns the source id."""
+    from curation.services.sources import source_create
+    from tenants import rls
+    from tenants.selectors import principal_system
+
+    write_files(root, {"org.md": "# Org\n\nThe sso-gateway runs on k8s-core-1.\n"})
+    org = tenant.org.group_id
+    operator = principal_system("test", group_ids=[org])
+    with rls.tenant_context(operator):
+        source = source_create(
+            actor=operator, group_id=org, name="handbook", kind="markdown",
+            config={"root": str(root)}, trust_tier=1,
+        )  # fmt: skip
+    assert not ingest_now(source_id=source.pk, group_id=org).error
+    return source.pk
