@@ -33,7 +33,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vera.settings.production")
 keepalive = 75
 
 # Remembered in the environment, not a module global: a reload (HUP) reads this file again.
-_TEMPORARY = "VERA_METRICS_TEMPORARY_DIR"
+_TEMPORARY = "VERA_METRICS__TEMPORARY_DIR"
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ[_TEMPORARY] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(
         prefix="vera-metrics-"
@@ -54,7 +54,7 @@ def post_fork(server: Any, worker: Any) -> None:
 
 def post_worker_init(worker: Any) -> None:
     """Load the search embedding model before this worker takes its first request (as a
-    Celery pool process does; VERA_WORKER_WARM_EMBEDDER, on by default): otherwise the
+    Celery pool process does; VERA_WORKER__WARM_EMBEDDER, on by default): otherwise the
     first search of every worker that starts or is replaced waits for it (MiniLM: 0.3 s
     on an idle machine, longer under load), and the worker looks ready before it is."""
     from vera import wiring

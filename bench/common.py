@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def db_name() -> str:
-    """The bench database's name: VERA_BENCH_DB, else `vera_bench` (read at call time)."""
-    return os.environ.get("VERA_BENCH_DB", "vera_bench")
+    """The bench database's name: VERA_BENCH__DB, else `vera_bench` (read at call time)."""
+    return os.environ.get("VERA_BENCH__DB", "vera_bench")
 
 
 def _service_env() -> dict[str, str]:

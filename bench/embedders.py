@@ -260,7 +260,7 @@ def main() -> int:
     parser.add_argument("--companions", default="minilm+e5", help="A+B pairs, comma-separated")
     parser.add_argument("--reuse", action="store_true", help="keep an earlier run's workspaces")
     args = parser.parse_args()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_embedders")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_embedders")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_embedders")
     setup_django(fresh=not args.reuse)
     from django.test import override_settings

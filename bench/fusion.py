@@ -135,7 +135,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=10_000, help="at most this many per set")
     parser.add_argument("--depth", type=int, default=50, help="stage-1 depth of each list")
     args = parser.parse_args()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_embedders")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_embedders")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_embedders")
     setup_django(fresh=False)
     columns: dict[str, dict[str, float]] = {}

@@ -51,7 +51,7 @@ def main() -> int:
         "--reads-only", action="store_true", help="with --reuse: the graph as it is, `related` only"
     )
     args = parser.parse_args()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_graph")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_graph")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_graph")
     os.environ.setdefault("VERA_EMBEDDER__PROVIDER", "hashing")  # no index is read here
     setup_django(fresh=not args.reuse)

@@ -481,7 +481,7 @@ def main() -> int:
         raw_table(args)
     if not args.skip_e2e:
         os.environ["VERA_EMBEDDER__PROVIDER"] = "minilm"
-        os.environ.setdefault("VERA_BENCH_DB", "vera_bench_index")
+        os.environ.setdefault("VERA_BENCH__DB", "vera_bench_index")
         setup_django()
         end_to_end(args)
     return 0

@@ -48,7 +48,7 @@ def main() -> int:
     parser.add_argument("--every", type=float, default=4.0, help="seconds between approvals")
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hashing"])
     args = parser.parse_args()
-    os.environ["VERA_BENCH_DB"] = os.environ.get("VERA_BENCH_DB", "vera_bench_lanes")
+    os.environ["VERA_BENCH__DB"] = os.environ.get("VERA_BENCH__DB", "vera_bench_lanes")
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
     os.environ.setdefault("VERA_SOURCES__FILE_ROOTS", tempfile.gettempdir())
     setup_django()

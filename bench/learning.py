@@ -4,7 +4,7 @@
                                        [--min-samples 30] [--split grouped|alternate]
 
 The corpus is bench/search.py's: the 5,183 abstracts ingested through the real pipeline
-into VERA_BENCH_DB (default `vera_bench_scifact`, shared with bench.search), or with
+into VERA_BENCH__DB (default `vera_bench_scifact`, shared with bench.search), or with
 `--reuse` the corpus an earlier run left there (the embedder must be the one it was
 indexed with); without `--reuse` the database is dropped and the corpus ingested again,
 as bench.search does.
@@ -311,7 +311,7 @@ def main() -> int:
     )  # fmt: skip
     args = parser.parse_args()
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_scifact")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_scifact")
     setup_django(fresh=not args.reuse)
     from django.db import transaction
 
@@ -322,7 +322,7 @@ def main() -> int:
 
     if args.reuse:
         group_id, seconds = reuse_scifact(reindex=False)
-        print(f"reused corpus    {os.environ['VERA_BENCH_DB']} ({seconds:.0f} s)")
+        print(f"reused corpus    {os.environ['VERA_BENCH__DB']} ({seconds:.0f} s)")
     else:
         group_id, seconds = ingest_scifact()
         print(f"ingest + index   {seconds:.0f} s")

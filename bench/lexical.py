@@ -201,7 +201,7 @@ def main() -> int:
     parser.add_argument("--reindex", action="store_true", help="with --reuse: rebuild the index")
     args = parser.parse_args()
     os.environ["VERA_EMBEDDER__PROVIDER"] = "hashing"
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_lexical")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_lexical")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_lexical")
     setup_django(fresh=not args.reuse)
     from retrieval.domain import lexical

@@ -459,7 +459,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="vera-bench-load-"))
     graph = GraphServer(work / "graph")
     graph.start()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_load")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_load")
     os.environ["VERA_MEMORY__GRAPH_BACKEND"] = "falkordb"
     os.environ["VERA_MEMORY__FALKORDB_URL"] = graph.url
     os.environ["VERA_MEMORY__GRAPH_NAME"] = "vera_bench_load"

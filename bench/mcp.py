@@ -130,7 +130,7 @@ def main() -> int:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--reuse", action="store_true", help="keep a loaded database")
     args = parser.parse_args()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_mcp")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_mcp")
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
     setup_django(fresh=not args.reuse)
     logging.getLogger("httpx").setLevel(logging.WARNING)

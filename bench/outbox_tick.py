@@ -158,7 +158,7 @@ def main() -> None:
     parser.add_argument("--wide", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_outbox_tick")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_outbox_tick")
     setup_django()
     from curation import bootstrap
     from tenants.selectors import principal_system

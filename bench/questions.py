@@ -363,7 +363,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_questions")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_questions")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_questions")
     setup_django(fresh=not args.reuse)
     from tenants import rls

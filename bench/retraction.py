@@ -90,7 +90,7 @@ def main() -> int:
     parser.add_argument("--claims", type=int, default=5000)
     parser.add_argument("--queries", type=int, default=50)
     args = parser.parse_args()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_retraction")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_retraction")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_retraction")
     os.environ.setdefault("VERA_EMBEDDER__PROVIDER", "hashing")
     setup_django(fresh=True)

@@ -101,7 +101,7 @@ def main() -> int:
     parser.add_argument("--reindex", action="store_true", help="with --reuse: rebuild the index")
     args = parser.parse_args()
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_scifact")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_scifact")
     setup_django(fresh=not args.reuse)
     from django.utils import timezone
 

@@ -336,7 +336,7 @@ def _run_levels(
 
 def main() -> int:
     args = _arguments()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_latency")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_latency")
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
     setup_django(fresh=not args.reuse)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request

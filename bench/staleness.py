@@ -85,7 +85,7 @@ def main() -> int:
     parser.add_argument("--facts", type=int, default=200)
     parser.add_argument("--reads", type=int, default=10_000)
     args = parser.parse_args()
-    os.environ.setdefault("VERA_BENCH_DB", "vera_bench_staleness")
+    os.environ.setdefault("VERA_BENCH__DB", "vera_bench_staleness")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_staleness")
     os.environ.setdefault("VERA_EMBEDDER__PROVIDER", "hashing")
     setup_django(fresh=True)

@@ -101,7 +101,7 @@ def _isolated_redis() -> None:
 
     base = os.environ["REDIS_URL"]
     for name, db in (("CELERY_BROKER_URL", BROKER_DB), ("CELERY_RESULT_BACKEND", BROKER_DB),
-                     ("VERA_CACHE_URL", CACHE_DB)):  # fmt: skip
+                     ("VERA_CACHE__URL", CACHE_DB)):  # fmt: skip
         os.environ[name] = re.sub(r"(/\d+)?$", f"/{db}", base, count=1)
     for db in (BROKER_DB, CACHE_DB):
         redis.Redis.from_url(re.sub(r"(/\d+)?$", f"/{db}", base, count=1)).flushdb()
@@ -166,7 +166,7 @@ def main() -> int:
     parser.add_argument("--idle", type=float, default=30.0, help="seconds idle after indexing")
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "e5", "hashing"])
     args = parser.parse_args()
-    os.environ["VERA_BENCH_DB"] = os.environ.get("VERA_BENCH_DB", "vera_bench_worker_memory")
+    os.environ["VERA_BENCH__DB"] = os.environ.get("VERA_BENCH__DB", "vera_bench_worker_memory")
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
     os.environ["VERA_BACKPRESSURE__INGEST"] = "off"
     os.environ.setdefault("VERA_SOURCES__FILE_ROOTS", tempfile.gettempdir())

@@ -261,7 +261,7 @@ def review_documents(
 
 def functional_predicates() -> frozenset[str]:
     """Predicates with one value at a time: a new value supersedes the published one."""
-    configured = getattr(settings, "VERA_FUNCTIONAL_PREDICATES", None)
+    configured = getattr(settings, "VERA_ONTOLOGY__FUNCTIONAL_PREDICATES", None)
     return frozenset(configured) if configured else DEFAULT_FUNCTIONAL_PREDICATES
 
 

@@ -99,13 +99,13 @@ class Profile:
     @classmethod
     def named(cls, name: str) -> Profile:
         pg_default, redis_default = DEFAULT_PORTS[name]
-        # VERA_DEV_ROOT moves every profile's state elsewhere (the make-run browser test
+        # VERA_DEV__ROOT moves every profile's state elsewhere (the make-run browser test
         # runs a whole fresh `make run` in a temporary folder on free ports).
-        root = os.environ.get("VERA_DEV_ROOT")
+        root = os.environ.get("VERA_DEV__ROOT")
         return cls(
             name=name,
-            pg_port=int(os.environ.get("VERA_DEV_PG_PORT", pg_default)),
-            redis_port=int(os.environ.get("VERA_DEV_REDIS_PORT", redis_default)),
+            pg_port=int(os.environ.get("VERA_DEV__PG_PORT", pg_default)),
+            redis_port=int(os.environ.get("VERA_DEV__REDIS_PORT", redis_default)),
             **({"root": Path(root).absolute()} if root else {}),
         )
 

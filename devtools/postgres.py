@@ -47,7 +47,7 @@ class Postgres:
     def _user(self) -> pwd.struct_passwd | None:
         if os.geteuid() != 0:
             return None
-        name = os.environ.get("VERA_PG_SYSTEM_USER", "postgres")
+        name = os.environ.get("VERA_DEV__PG_SYSTEM_USER", "postgres")
         try:
             return pwd.getpwnam(name)
         except KeyError:
@@ -152,12 +152,12 @@ class Postgres:
                 raise ServiceError(
                     f"port {self.port} for PostgreSQL ({self.profile.name}) is used by "
                     f"{who_listens(self.port)}. Stop it or choose another port: "
-                    f"VERA_DEV_PG_PORT=<free port>."
+                    f"VERA_DEV__PG_PORT=<free port>."
                 )
             self._clear_stale_lock()
             # Enough shared buffers for the search indexes of a 100,000-claim workspace
             # (the stock 128 MB re-reads them from the OS cache on every deep query).
-            buffers = os.environ.get("VERA_DEV_PG_SHARED_BUFFERS", SHARED_BUFFERS)
+            buffers = os.environ.get("VERA_DEV__PG_SHARED_BUFFERS", SHARED_BUFFERS)
             options = (
                 f"-p {self.port} -h 127.0.0.1 -k {shlex.quote(str(self.sockets))} "
                 f"-c shared_buffers={shlex.quote(buffers)}"
@@ -220,7 +220,7 @@ class Postgres:
         return {
             "DATABASE_URL": f"postgres://{APP_ROLE}:{passwords[APP_ROLE]}@{base}",
             "DATABASE_OWNER_URL": f"postgres://{OWNER_ROLE}:{passwords[OWNER_ROLE]}@{base}",
-            "VERA_DB_APP_ROLE": APP_ROLE,
+            "VERA_DB__APP_ROLE": APP_ROLE,
         }
 
 

@@ -70,7 +70,7 @@ class Redis:
             raise ServiceError(
                 f"port {self.port} for Redis ({self.profile.name}) is used by "
                 f"{who_listens(self.port)}. Stop it or choose another port: "
-                "VERA_DEV_REDIS_PORT=<free port>."
+                "VERA_DEV__REDIS_PORT=<free port>."
             )
         server, module = falkordb_binaries()
         args = [server, "--port", str(self.port), "--bind", "127.0.0.1", "--daemonize", "yes"]

@@ -95,10 +95,10 @@ def run(profile: Profile) -> int:
     # Only migrations hold the owner role's credentials: web, workers, beat and the demo
     # seeding connect as the application role and never see DATABASE_OWNER_URL.
     env = {key: value for key, value in owner.items() if key != "DATABASE_OWNER_URL"}
-    web_port = int(os.environ.get("VERA_WEB_PORT", "8000"))
-    mcp_port = int(os.environ.get("VERA_MCP_PORT", "8001"))
-    for port, what, variable in ((web_port, "web server", "VERA_WEB_PORT"),
-                                 (mcp_port, "MCP server", "VERA_MCP_PORT")):  # fmt: skip
+    web_port = int(os.environ.get("VERA_DEV__WEB_PORT", "8000"))
+    mcp_port = int(os.environ.get("VERA_DEV__MCP_PORT", "8001"))
+    for port, what, variable in ((web_port, "web server", "VERA_DEV__WEB_PORT"),
+                                 (mcp_port, "MCP server", "VERA_DEV__MCP_PORT")):  # fmt: skip
         if port_in_use(port):
             raise ServiceError(
                 f"port {port} for the {what} is used by {who_listens(port)}; "

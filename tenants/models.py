@@ -78,7 +78,7 @@ class Membership(models.Model):
     scope = models.ForeignKey(Scope, on_delete=models.CASCADE, related_name="memberships")
     role = models.PositiveSmallIntegerField(choices=[(r.value, r.name.title()) for r in Role])
     created_at = models.DateTimeField(auto_now_add=True)
-    # Granted from the identity provider's groups (VERA_OIDC_GROUP_ROLES): each sign-in
+    # Granted from the identity provider's groups (VERA_OIDC__GROUP_ROLES): each sign-in
     # brings it in line with them, and removes it when the group goes. Others stay.
     via_idp = models.BooleanField(default=False, editable=False)
 

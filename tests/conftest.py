@@ -40,7 +40,7 @@ NO_SERVERS_MESSAGE = (
 @pytest.fixture(scope="session")
 def test_servers() -> None:
     """Stop at once, saying what to do, when a test needs servers that were not started."""
-    if os.environ.get("VERA_TEST_NO_SERVERS"):
+    if os.environ.get("VERA_TEST__NO_SERVERS"):
         pytest.exit(NO_SERVERS_MESSAGE, returncode=2)
 
 
@@ -59,7 +59,7 @@ def django_db_setup(
         # Test-only: pytest-django empties tables between transactional tests with TRUNCATE.
         cursor.execute(
             sql.SQL("GRANT TRUNCATE ON ALL TABLES IN SCHEMA public TO {}")
-            .format(sql.Identifier(settings.VERA_DB_APP_ROLE))
+            .format(sql.Identifier(settings.VERA_DB__APP_ROLE))
             .as_string(cursor.cursor)
         )
     connection.close()
@@ -79,7 +79,7 @@ def app_database_url() -> str:
 
 
 def _chromium() -> str | None:
-    return os.environ.get("VERA_CHROMIUM") or shutil.which("chromium")
+    return os.environ.get("VERA_TEST__CHROMIUM") or shutil.which("chromium")
 
 
 @pytest.fixture(scope="session")

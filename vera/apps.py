@@ -14,15 +14,19 @@ class VeraConfig(AppConfig):
     verbose_name = "VERA"
 
     def ready(self) -> None:
+        from django.core import checks
+
         from curation import bootstrap as curation_bootstrap
         from curation.services.outbox import outbox_set_notifier
         from curation.tasks import wake_interactive_lane
         from retrieval import bootstrap as retrieval_bootstrap
 
+        from .checks import renamed_variables
         from .db import grant_app_role
         from .wiring import CurationProviders, RetrievalProviders
 
         post_migrate.connect(grant_app_role, dispatch_uid="vera.grant_app_role")
+        checks.register(renamed_variables)
         curation_bootstrap.install(CurationProviders())
         retrieval_bootstrap.install(RetrievalProviders())
         # A committed review decision wakes the interactive lane's worker at once.

@@ -36,11 +36,11 @@ def _after_fork(**_: Any) -> None:
 
 def warm_embedder(embedder_of: Callable[[], Any]) -> None:
     """Load the embedding model now, before the process takes work (a Celery pool
-    process, a gunicorn worker), unless VERA_WORKER_WARM_EMBEDDER is off. A provider that
+    process, a gunicorn worker), unless VERA_WORKER__WARM_EMBEDDER is off. A provider that
     is down must not stop the process from starting: that is logged, not raised."""
     from django.conf import settings
 
-    if not settings.VERA_WORKER_WARM_EMBEDDER:
+    if not settings.VERA_WORKER__WARM_EMBEDDER:
         return
     try:
         warm_up(embedder_of())

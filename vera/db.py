@@ -18,7 +18,7 @@ def grant_app_role(*, using: str = "default", **_: Any) -> None:
     Runs as the migrating (owner) role. Default privileges cover objects created later
     by the same owner, e.g. tables made by a migration run before the next grant.
     """
-    role = settings.VERA_DB_APP_ROLE
+    role = settings.VERA_DB__APP_ROLE
     connection = connections[using]
     with connection.cursor() as cursor:
         cursor.execute(

@@ -105,6 +105,9 @@ class AutoSchema(openapi.AutoSchema):
         )
         if direction == "request" and getattr(serializer, "refuses_unknown_fields", False):
             schema["additionalProperties"] = False
+        # Two names for one value (common.api_scope): exactly one of them is asked for.
+        if direction == "request" and (names := getattr(serializer, "names_one_of", ())):
+            schema["oneOf"] = [{"required": [name]} for name in names]
         return schema
 
     def _get_response_bodies(self, direction: Direction = "response") -> dict[str, Any]:
@@ -144,5 +147,5 @@ class OidcScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-cal
             "type": "http",
             "scheme": "bearer",
             "bearerFormat": "JWT",
-            "description": "An access token of the provider VERA_OIDC_ISSUER names (when set).",
+            "description": "An access token of the provider VERA_OIDC__ISSUER names (when set).",
         }

@@ -64,13 +64,13 @@ def graph() -> GraphProjection:
     if backend == "neo4j":
         from curation.adapters.neo4j import Neo4jGraphProjection
 
-        if not settings.VERA_NEO4J_URI:
-            raise ImproperlyConfigured("VERA_MEMORY__GRAPH_BACKEND=neo4j needs VERA_NEO4J_URI.")
+        if not settings.VERA_NEO4J__URI:
+            raise ImproperlyConfigured("VERA_MEMORY__GRAPH_BACKEND=neo4j needs VERA_NEO4J__URI.")
         return Neo4jGraphProjection(
-            uri=settings.VERA_NEO4J_URI,
-            user=settings.VERA_NEO4J_USER,
-            password=settings.VERA_NEO4J_PASSWORD,
-            database=settings.VERA_NEO4J_DATABASE,
+            uri=settings.VERA_NEO4J__URI,
+            user=settings.VERA_NEO4J__USER,
+            password=settings.VERA_NEO4J__PASSWORD,
+            database=settings.VERA_NEO4J__DATABASE,
         )
     raise ImproperlyConfigured(
         f"VERA_MEMORY__GRAPH_BACKEND={backend!r}; choose one of {', '.join(GRAPH_BACKENDS)}."

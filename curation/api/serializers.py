@@ -13,6 +13,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from common.api_scope import ScopedInputSerializer
 from curation.domain.ontology import (
     DEFAULT_ONTOLOGY,
     ENTITY_SLOT,
@@ -51,12 +52,12 @@ class SourceSerializer(serializers.ModelSerializer[Source]):
                             "created_at"]  # fmt: skip
 
 
-class SourceCreateSerializer(serializers.Serializer[None]):
-    """Input for creating a source; its reach is the operator's (`manage.py source_reach`)."""
+class SourceCreateSerializer(ScopedInputSerializer):
+    """Input for creating a source in `scope`; its reach is the operator's
+    (`manage.py source_reach`)."""
 
     refuses_unknown_fields = True  # see `validate`; the schema says so (vera.schema)
 
-    group_id = serializers.CharField(max_length=40)
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=[kind.value for kind in ConnectorKind])
     config = serializers.DictField(default=dict)  # an object, as the schema says
@@ -72,7 +73,7 @@ class SourceCreateSerializer(serializers.Serializer[None]):
                 if "reach" in unknown
                 else f"unknown field(s): {', '.join(unknown)}"
             )
-        return attrs
+        return super().validate(attrs)
 
 
 class EpisodeSerializer(serializers.ModelSerializer[Episode]):

@@ -7,12 +7,12 @@
 # Passwords travel as psql variables (:'var' quotes them as literals), never spliced into SQL.
 set -euo pipefail
 
-: "${VERA_OWNER_PASSWORD:?VERA_OWNER_PASSWORD must be set}"
-: "${VERA_APP_PASSWORD:?VERA_APP_PASSWORD must be set}"
+: "${VERA_DB__OWNER_PASSWORD:?VERA_DB__OWNER_PASSWORD must be set}"
+: "${VERA_DB__APP_PASSWORD:?VERA_DB__APP_PASSWORD must be set}"
 
 psql -v ON_ERROR_STOP=1 --username "${POSTGRES_USER:-postgres}" --dbname postgres \
-    -v owner_pw="$VERA_OWNER_PASSWORD" \
-    -v app_pw="$VERA_APP_PASSWORD" <<'EOSQL'
+    -v owner_pw="$VERA_DB__OWNER_PASSWORD" \
+    -v app_pw="$VERA_DB__APP_PASSWORD" <<'EOSQL'
 CREATE ROLE vera_owner WITH LOGIN CREATEDB NOSUPERUSER NOBYPASSRLS NOCREATEROLE
     PASSWORD :'owner_pw';
 CREATE ROLE vera_app WITH LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE

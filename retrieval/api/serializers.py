@@ -6,6 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from common.api_scope import ScopedInputSerializer
 from retrieval.domain.ranking import SIGNALS
 from retrieval.domain.understanding import Understanding
 from retrieval.models import Snapshot
@@ -65,7 +66,10 @@ class SearchHitSerializer(serializers.Serializer[CitedHit]):
     weight_version = serializers.IntegerField(
         help_text="version of the weight set that blended this hit (0: the built-in default)"
     )
-    scope = serializers.CharField(source="group_id", help_text="group id of the claim's scope")
+    scope = serializers.CharField(
+        source="group_id", help_text="the same as group_id (kept for existing clients)"
+    )
+    group_id = serializers.CharField(help_text="group id of the claim's scope")
     also_claim_ids = serializers.ListField(
         child=serializers.IntegerField(),
         help_text="the same fact in other scopes the caller reads, merged into this hit "
@@ -165,10 +169,9 @@ class TombstoneSerializer(serializers.Serializer[Any]):
     completed_at = serializers.DateTimeField(allow_null=True)
 
 
-class SnapshotCreateSerializer(serializers.Serializer[None]):
-    """Input of a snapshot: the workspace, a name, and why (optional)."""
+class SnapshotCreateSerializer(ScopedInputSerializer):
+    """Input of a snapshot: the workspace (`scope`), a name, and why (optional)."""
 
-    group_id = serializers.CharField(max_length=40)
     name = serializers.CharField(max_length=200)
     reason = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
 

@@ -213,7 +213,7 @@ def _pins(group_id: str, pinning: Pinning) -> dict[str, Any]:
     ranker the snapshot ranks with."""
     pin = GroupEmbedding.objects.filter(group_id=group_id).first()
     choice = weights_active([group_id]).get(group_id, ranking.DEFAULT_CHOICE)
-    functional = settings.VERA_FUNCTIONAL_PREDICATES or DEFAULT_FUNCTIONAL_PREDICATES
+    functional = settings.VERA_ONTOLOGY__FUNCTIONAL_PREDICATES or DEFAULT_FUNCTIONAL_PREDICATES
     present = SearchDocument.objects.filter(group_id=group_id).values_list("predicate", flat=True)
     reranking = pinning.reranking
     return {

@@ -96,9 +96,11 @@ def decode_jwt(token: str, *, audience: str, issuer: str | None) -> dict[str, An
 
 def verify_access_token(token: str) -> dict[str, Any]:
     """The claims of a bearer access token issued for VERA's API, or InvalidAccessToken."""
-    if not settings.VERA_OIDC_ISSUER:
-        raise InvalidAccessToken("VERA_OIDC_ISSUER is not set")
-    return decode_jwt(token, audience=settings.VERA_OIDC_AUDIENCE, issuer=settings.VERA_OIDC_ISSUER)
+    if not settings.VERA_OIDC__ISSUER:
+        raise InvalidAccessToken("VERA_OIDC__ISSUER is not set")
+    return decode_jwt(
+        token, audience=settings.VERA_OIDC__AUDIENCE, issuer=settings.VERA_OIDC__ISSUER
+    )
 
 
 def _email(claims: dict[str, Any]) -> str | None:
@@ -125,14 +127,14 @@ def _unique_username(wanted: str) -> str:
 
 
 def _join_default_organisation(user_id: int) -> None:
-    group_id = settings.VERA_OIDC_ORGANISATION
+    group_id = settings.VERA_OIDC__ORGANISATION
     if not group_id:
         return
     scope = Scope.objects.filter(group_id=group_id, kind=ScopeKind.ORGANISATION).first()
     if scope is None:
-        logger.warning("VERA_OIDC_ORGANISATION=%s is no organisation; no role granted", group_id)
+        logger.warning("VERA_OIDC__ORGANISATION=%s is no organisation; no role granted", group_id)
         return
-    role = Role[settings.VERA_OIDC_DEFAULT_ROLE.upper()]
+    role = Role[settings.VERA_OIDC__DEFAULT_ROLE.upper()]
     membership_grant(user_id=user_id, scope_id=scope.pk, role=role)
 
 
@@ -155,17 +157,17 @@ def provision_user(claims: dict[str, Any]) -> AbstractUser:
 
 
 def sync_group_roles(user_id: int, claims: dict[str, Any]) -> None:
-    """The roles the provider's groups give (VERA_OIDC_GROUP_ROLES), granted or taken back;
+    """The roles the provider's groups give (VERA_OIDC__GROUP_ROLES), granted or taken back;
     nothing changes when the claims carry no groups claim at all."""
-    mapping = parse_group_roles(settings.VERA_OIDC_GROUP_ROLES)
-    groups = claims.get(settings.VERA_OIDC_GROUPS_CLAIM)
+    mapping = parse_group_roles(settings.VERA_OIDC__GROUP_ROLES)
+    groups = claims.get(settings.VERA_OIDC__GROUPS_CLAIM)
     if not mapping or groups is None:
         return
     if isinstance(groups, str):
         groups = [groups]
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
         logger.warning("the %s claim is not a list of names; roles unchanged",
-                       settings.VERA_OIDC_GROUPS_CLAIM)  # fmt: skip
+                       settings.VERA_OIDC__GROUPS_CLAIM)  # fmt: skip
         return
     memberships_from_idp(
         user_id=user_id,
@@ -213,7 +215,7 @@ class VeraOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]  # no ty
             payload = decode_jwt(
                 token,
                 audience=self.OIDC_RP_CLIENT_ID,
-                issuer=settings.VERA_OIDC_ISSUER or None,
+                issuer=settings.VERA_OIDC__ISSUER or None,
             )
         except InvalidAccessToken as error:
             raise SuspiciousOperation(f"ID token rejected: {error}") from None

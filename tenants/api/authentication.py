@@ -57,8 +57,8 @@ class FailureLimiter:
     """
 
     def __init__(self) -> None:
-        self.limit = settings.VERA_AUTH_FAILURE_LIMIT
-        self.window = settings.VERA_AUTH_FAILURE_WINDOW_S
+        self.limit = settings.VERA_AUTH_FAILURE__LIMIT
+        self.window = settings.VERA_AUTH_FAILURE__WINDOW_S
 
     @staticmethod
     def _keys(ip: str, prefix: str | None) -> list[str]:

@@ -24,13 +24,13 @@ logger = logging.getLogger(__name__)
 class OIDCBearerAuthentication(BaseAuthentication):
     """Access tokens from the configured provider; `vera_` API keys are left to their class.
 
-    Active only when VERA_OIDC_ISSUER is set. Failures count towards the same per-address
+    Active only when VERA_OIDC__ISSUER is set. Failures count towards the same per-address
     limit and answer with the same body as a bad API key; a valid token always passes.
     A deactivated user's token fails like an invalid one.
     """
 
     def authenticate(self, request: Request) -> tuple[AbstractUser, Principal] | None:
-        if not settings.VERA_OIDC_ISSUER:
+        if not settings.VERA_OIDC__ISSUER:
             return None
         token = bearer_token(request)
         if token is None or token.startswith("vera_"):

@@ -42,14 +42,18 @@ class ApiKeySerializer(serializers.ModelSerializer[ApiKey]):
 
     key_prefix = serializers.CharField(source="display", read_only=True)
     owner = serializers.CharField(source="owner.get_username", read_only=True)
-    scope = serializers.CharField(source="scope.group_id", read_only=True)
+    scope = serializers.CharField(
+        source="scope.group_id", read_only=True,
+        help_text="the same as group_id (kept for existing clients)",
+    )  # fmt: skip
+    group_id = serializers.CharField(read_only=True, help_text="group id of the key's scope")
     role_ceiling = RoleField(read_only=True)
     status = serializers.SerializerMethodField()
 
     class Meta:
         model = ApiKey
         fields = [
-            "id", "name", "key_prefix", "owner", "scope", "role_ceiling",
+            "id", "name", "key_prefix", "owner", "scope", "group_id", "role_ceiling",
             "created_at", "expires_at", "last_used_at", "revoked_at", "status",
         ]  # fmt: skip
 

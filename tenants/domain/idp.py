@@ -1,5 +1,5 @@
 """Roles from an identity provider's groups (pure): which provider group gives which role
-on which scope, as an operator configures it (VERA_OIDC_GROUP_ROLES)."""
+on which scope, as an operator configures it (VERA_OIDC__GROUP_ROLES)."""
 
 from __future__ import annotations
 

@@ -93,12 +93,12 @@ def make_run() -> Iterator[Running]:
     web, pg, redis, mcp = _free_port(), _free_port(), _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_PREFIXES)}
     env.update(
-        VERA_DEV_ROOT=str(STATE),
-        VERA_DEV_PG_PORT=str(pg),
-        VERA_DEV_REDIS_PORT=str(redis),
-        VERA_WEB_PORT=str(web),
-        VERA_MCP_PORT=str(mcp),
-        VERA_DEMO_REVIEWER_PASSWORD=PASSWORD,
+        VERA_DEV__ROOT=str(STATE),
+        VERA_DEV__PG_PORT=str(pg),
+        VERA_DEV__REDIS_PORT=str(redis),
+        VERA_DEV__WEB_PORT=str(web),
+        VERA_DEV__MCP_PORT=str(mcp),
+        VERA_DEMO__REVIEWER_PASSWORD=PASSWORD,
         PYTHONUNBUFFERED="1",
     )
     command = ["make", "run"] if shutil.which("make") else ["bin/vera", "run"]
@@ -145,7 +145,7 @@ def _sign_in(page: Page, url: str) -> None:
 def test_first_make_run_prints_the_address_and_seeds_the_demo(make_run: Running) -> None:
     log = make_run.log.read_text(errors="replace")
     assert f"VERA is starting on {make_run.url}/" in log
-    assert "demo user 'reviewer' password: from $VERA_DEMO_REVIEWER_PASSWORD" in log
+    assert "demo user 'reviewer' password: from $VERA_DEMO__REVIEWER_PASSWORD" in log
     # The admin's password was generated and shown once, never a fixed default.
     assert "demo user 'admin' password: " in log
     assert "demo source 'Runbooks'" in log
@@ -240,7 +240,7 @@ def _served_processes() -> dict[str, dict[str, str]]:
             env = _environ(int(proc.name))
         except OSError:
             continue  # gone, or not ours to read
-        if env.get("VERA_DEV_ROOT") != str(STATE):
+        if env.get("VERA_DEV__ROOT") != str(STATE):
             continue
         for role in ("runserver", "worker", "beat"):
             if role in cmdline.split() and "python" in cmdline:

@@ -119,6 +119,17 @@ def test_the_secret_is_shown_once_and_never_listed(client: Client, tenant_a: Ten
     assert listing.json()["results"][0]["key_prefix"] == f"vera_{key.split('_')[1]}_…"
 
 
+def test_a_key_says_its_scope_as_group_id_and_still_as_scope(
+    client: Client, tenant_a: Tenant
+) -> None:
+    group = tenant_a.workspace.group_id
+    issued = _issue(client, tenant_a)
+    client.force_login(tenant_a.admin)
+    listed = {key["id"]: key for key in client.get("/api/v1/keys").json()["results"]}
+    for shown in (issued, listed[issued["id"]]):
+        assert (shown["group_id"], shown["scope"]) == (group, group)
+
+
 def test_revoked_key_fails_on_the_very_next_request(client: Client, tenant_a: Tenant) -> None:
     issued = _issue(client, tenant_a)
     key = str(issued["key"])
@@ -279,7 +290,7 @@ def test_failures_are_indistinguishable(client: Client, tenant_a: Tenant) -> Non
 def test_repeated_failures_from_one_address_are_throttled_when_over_the_limit(
     client: Client, tenant_a: Tenant, settings
 ) -> None:
-    settings.VERA_AUTH_FAILURE_LIMIT = 3
+    settings.VERA_AUTH_FAILURE__LIMIT = 3
     codes = [
         client.get("/api/v1/me", **_bearer(f"vera_{c * 8}_{'B' * 43}")).status_code
         for c in "bcde"  # four prefixes: only the address counter can be over
@@ -290,7 +301,7 @@ def test_repeated_failures_from_one_address_are_throttled_when_over_the_limit(
 def test_a_valid_key_passes_when_its_address_is_over_the_failure_limit(
     client: Client, tenant_a: Tenant, settings
 ) -> None:
-    settings.VERA_AUTH_FAILURE_LIMIT = 3
+    settings.VERA_AUTH_FAILURE__LIMIT = 3
     key = str(_issue(client, tenant_a)["key"])
     for _ in range(5):  # a neighbour behind the same NAT guesses keys
         client.get("/api/v1/me", **_bearer(f"vera_{'b' * 8}_{'B' * 43}"))
@@ -303,7 +314,7 @@ def test_a_valid_key_passes_when_its_address_is_over_the_failure_limit(
 def test_failures_on_one_prefix_are_throttled_from_any_address_when_over_the_limit(
     client: Client, tenant_a: Tenant, settings
 ) -> None:
-    settings.VERA_AUTH_FAILURE_LIMIT = 3
+    settings.VERA_AUTH_FAILURE__LIMIT = 3
     key = str(_issue(client, tenant_a)["key"])
     _, prefix, _ = key.split("_", 2)
     guess = f"vera_{prefix}_{'G' * 43}"

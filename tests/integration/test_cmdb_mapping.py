@@ -55,7 +55,7 @@ def test_an_unmapped_column_gives_no_claim_when_the_source_maps_nothing(
 def _post(client: Client, tenant: Tenant, config: dict[str, Any]) -> Any:
     key = tenant.issue_key(owner=tenant.admin, role=Role.ADMIN).plaintext
     body = {
-        "group_id": tenant.workspace.group_id, "name": "cmdb", "kind": "cmdb",
+        "scope": tenant.workspace.group_id, "name": "cmdb", "kind": "cmdb",
         "config": config, "token_env": "", "trust_tier": 1,
     }  # fmt: skip
     return client.post(

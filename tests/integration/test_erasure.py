@@ -256,7 +256,7 @@ def test_a_process_killed_between_commit_and_cleanup_leaves_it_to_a_real_worker(
         OutboxJob.objects.filter(kind="erasure.cleanup").update(available_at=timezone.now())
     with celery_worker(
         database_url=app_database_url, log_path=tmp_path / "worker.log", queue="projection",
-        extra_env={"VERA_WORKER_WARM_EMBEDDER": "false"},
+        extra_env={"VERA_WORKER__WARM_EMBEDDER": "false"},
     ):  # fmt: skip
         task.apply_async(kwargs={"consumer": "graph"}, queue="projection").get(timeout=120)
 

@@ -1,7 +1,7 @@
 """The graph port's contract, run against every backend that can be reached.
 
 FalkorDB always (the embedded test server, a graph of each test's own); Neo4j when
-`VERA_NEO4J_URI` names a Bolt server (compose.yaml's `neo4j` service), skipped with
+`VERA_NEO4J__URI` names a Bolt server (compose.yaml's `neo4j` service), skipped with
 that reason otherwise: no Bolt server can be installed on the machines this suite
 runs on. Then the projection as a whole: the graph the outbox built equals a rebuild
 from Postgres, group by group, and a rebuild of one group leaves the others alone.
@@ -44,13 +44,13 @@ def _falkordb() -> CypherGraph:
 def _neo4j() -> CypherGraph:
     from curation.adapters.neo4j import Neo4jGraphProjection
 
-    uri = os.environ.get("VERA_NEO4J_URI", "")
+    uri = os.environ.get("VERA_NEO4J__URI", "")
     if not uri:
-        pytest.skip("VERA_NEO4J_URI is not set: no Bolt server here (compose.yaml runs one)")
+        pytest.skip("VERA_NEO4J__URI is not set: no Bolt server here (compose.yaml runs one)")
     return Neo4jGraphProjection(
-        uri=uri, user=os.environ.get("VERA_NEO4J_USER", "neo4j"),
-        password=os.environ.get("VERA_NEO4J_PASSWORD", ""),
-        database=os.environ.get("VERA_NEO4J_DATABASE", "neo4j"),
+        uri=uri, user=os.environ.get("VERA_NEO4J__USER", "neo4j"),
+        password=os.environ.get("VERA_NEO4J__PASSWORD", ""),
+        database=os.environ.get("VERA_NEO4J__DATABASE", "neo4j"),
     )  # fmt: skip
 
 

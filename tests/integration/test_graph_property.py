@@ -109,7 +109,7 @@ def test_the_projected_graph_equals_a_rebuild_after_any_sequence(
 ) -> None:
     with celery_worker(
         database_url=app_database_url, log_path=tmp_path / "worker.log", queue="projection",
-        extra_env={"VERA_WORKER_WARM_EMBEDDER": "false"},
+        extra_env={"VERA_WORKER__WARM_EMBEDDER": "false"},
     ):  # fmt: skip
 
         @settings(

@@ -34,7 +34,7 @@ DOCS = 150
 WORKER_ENV = {
     "VERA_OUTBOX__LEASE_S": "3",
     "VERA_OUTBOX__GRAPH_BATCH": "20",
-    "VERA_WORKER_WARM_EMBEDDER": "false",
+    "VERA_WORKER__WARM_EMBEDDER": "false",
 }
 
 

@@ -141,7 +141,7 @@ def test_healthz_names_a_misconfigured_graph_backend_when_degraded(
     client: Client, settings
 ) -> None:
     settings.VERA_MEMORY__GRAPH_BACKEND = "neo4j"
-    settings.VERA_NEO4J_URI = ""
+    settings.VERA_NEO4J__URI = ""
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json()["checks"]["graph"]["error"] == "ImproperlyConfigured"

@@ -185,7 +185,7 @@ def test_published_claims_reach_the_graph_through_the_outbox(tenant_a: Tenant, d
 
 def test_a_missing_secret_fails_the_run_with_its_reason(tenant_a: Tenant, settings) -> None:
     settings.VERA_SOURCES__SECRET_SCOPES = {
-        "VERA_SOURCE_SECRET_TEST_UNSET": [tenant_a.workspace.group_id]
+        "VERA_SOURCE_SECRET__TEST_UNSET": [tenant_a.workspace.group_id]
     }
     principal = tenant_a.principal(tenant_a.admin)
     with rls.tenant_context(principal):
@@ -195,11 +195,11 @@ def test_a_missing_secret_fails_the_run_with_its_reason(tenant_a: Tenant, settin
             name="wiki",
             kind="confluence",
             config={"base_url": "http://127.0.0.1:9"},
-            token_env="VERA_SOURCE_SECRET_TEST_UNSET",
+            token_env="VERA_SOURCE_SECRET__TEST_UNSET",
             trust_tier=2,
         )
     report = ingest_now(source_id=source.pk, group_id=source.group_id)
-    assert "VERA_SOURCE_SECRET_TEST_UNSET is not set" in report.error
+    assert "VERA_SOURCE_SECRET__TEST_UNSET is not set" in report.error
     with rls.tenant_context(principal):
         source.refresh_from_db()
     assert (source.last_run_status, source.last_error) == ("failed", report.error)

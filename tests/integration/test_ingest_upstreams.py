@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def jira(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("VERA_SOURCE_SECRET_TEST_JIRA", TOKEN)
+    monkeypatch.setenv("VERA_SOURCE_SECRET__TEST_JIRA", TOKEN)
     with FakeUpstreams() as upstream:
         upstream.jira_issues = [
             jira_issue(
@@ -46,7 +46,7 @@ def jira(monkeypatch: pytest.MonkeyPatch):
 def _jira_secret_granted(settings: Any, tenant_a: Tenant) -> None:
     """The operator gave the Jira secret to tenant A's workspace alone."""
     settings.VERA_SOURCES__SECRET_SCOPES = {
-        "VERA_SOURCE_SECRET_TEST_JIRA": [tenant_a.workspace.group_id]
+        "VERA_SOURCE_SECRET__TEST_JIRA": [tenant_a.workspace.group_id]
     }
 
 
@@ -59,7 +59,7 @@ def _jira_source(tenant: Tenant, base_url: str) -> Source:
             name="jira",
             kind="jira",
             config={"base_url": base_url},
-            token_env="VERA_SOURCE_SECRET_TEST_JIRA",
+            token_env="VERA_SOURCE_SECRET__TEST_JIRA",
             trust_tier=2,
         )
 

@@ -175,4 +175,4 @@ def test_routes_put_each_task_in_its_lane() -> None:
     assert routes["curation.process_outbox"]["queue"] == "projection"
     assert routes["curation.ingest_source"]["queue"] == "ingest"
     assert routes["curation.schedule_sources"]["queue"] == "maintenance"
-    assert {route["queue"] for route in routes.values()} <= set(settings.VERA_LANES)
+    assert {route["queue"] for route in routes.values()} <= set(settings.VERA_WORKER__LANES)

@@ -100,7 +100,7 @@ def own_broker() -> Iterator[str]:
 def _purge() -> None:
     """Drop messages left in the lanes (a stale tick must not run in the next test)."""
     with app.connection_for_write() as connection:
-        for queue in settings.VERA_LANES:
+        for queue in settings.VERA_WORKER__LANES:
             connection.default_channel.queue_purge(queue)
 
 

@@ -55,10 +55,10 @@ def server(
     )
     env = {
         # This module's refusals come from one address: they must not add up to a 429.
-        "VERA_AUTH_FAILURE_LIMIT": "1000",
-        "VERA_OIDC_ISSUER": provider.issuer,
+        "VERA_AUTH_FAILURE__LIMIT": "1000",
+        "VERA_OIDC__ISSUER": provider.issuer,
         "OIDC_OP_JWKS_ENDPOINT": provider.jwks_endpoint,
-        "VERA_OIDC_AUDIENCE": provider.api_audience,
+        "VERA_OIDC__AUDIENCE": provider.api_audience,
     }
     log = tmp_path_factory.mktemp("mcp") / "mcp.log"
     with mcp_server(database_url=database, log=log, extra_env=env) as running:
@@ -215,8 +215,8 @@ def test_propose_needs_its_scope_and_never_acts_past_the_persons_role(
         ("propose", {**PROPOSAL, "predicate": "LIVES_IN"}),
     )  # fmt: skip
     first = _body(done)
-    assert (first["status"], first["created"], first["scope"]) == (
-        "proposed", True, a.workspace.group_id,
+    assert (first["status"], first["created"], first["group_id"], first["scope"]) == (
+        "proposed", True, a.workspace.group_id, a.workspace.group_id,
     )  # fmt: skip
     assert (_body(again)["claim_id"], _body(again)["created"]) == (first["claim_id"], False)
     assert "predicate" in _error(bad)
@@ -350,7 +350,7 @@ def test_repeated_failed_authentications_turn_into_429_while_a_valid_key_still_p
         f"postgres://{settings['USER']}:{settings['PASSWORD']}@{settings['HOST']}:"
         f"{settings['PORT']}/{settings['NAME']}"
     )
-    limits = {"VERA_AUTH_FAILURE_LIMIT": "2", "VERA_AUTH_FAILURE_WINDOW_S": "120"}
+    limits = {"VERA_AUTH_FAILURE__LIMIT": "2", "VERA_AUTH_FAILURE__WINDOW_S": "120"}
     with mcp_server(database_url=database, log=tmp_path / "mcp.log", extra_env=limits) as one:
         forged = "vera_abcdefgh_" + "x" * 43
         # The counters live in the shared cache: this module's other refusals counted too.

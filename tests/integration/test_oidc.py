@@ -58,10 +58,10 @@ def oidc(settings: Settings, oidc_provider: OIDCProvider, organisation: Scope) -
     settings.OIDC_RP_SIGN_ALGO = "RS256"
     settings.OIDC_RP_IDP_SIGN_KEY = None
     settings.OIDC_TIMEOUT = 5
-    settings.VERA_OIDC_ISSUER = oidc_provider.issuer
-    settings.VERA_OIDC_AUDIENCE = oidc_provider.api_audience
-    settings.VERA_OIDC_ORGANISATION = organisation.group_id
-    settings.VERA_OIDC_DEFAULT_ROLE = "viewer"
+    settings.VERA_OIDC__ISSUER = oidc_provider.issuer
+    settings.VERA_OIDC__AUDIENCE = oidc_provider.api_audience
+    settings.VERA_OIDC__ORGANISATION = organisation.group_id
+    settings.VERA_OIDC__DEFAULT_ROLE = "viewer"
     backend = "tenants.adapters.oidc.VeraOIDCBackend"
     settings.AUTHENTICATION_BACKENDS = [
         *(name for name in settings.AUTHENTICATION_BACKENDS if name != backend),
@@ -172,7 +172,7 @@ def test_email_local_part_is_the_username_when_preferred_username_is_missing(
 def test_no_role_is_granted_when_the_configured_organisation_is_missing(
     client: Client, oidc: OIDCProvider, settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings.VERA_OIDC_ORGANISATION = "o:" + "0" * 32
+    settings.VERA_OIDC__ORGANISATION = "o:" + "0" * 32
     sso_sign_in(client, oidc)
     assert not Membership.objects.filter(user=alice(), scope__kind=ScopeKind.ORGANISATION).exists()
     assert "no role granted" in caplog.text
@@ -403,7 +403,7 @@ def test_token_is_rejected_when_a_pem_is_configured_and_another_key_signed_it(
 def test_failures_are_throttled_when_they_exceed_the_limit(
     client: Client, oidc: OIDCProvider, settings: Settings
 ) -> None:
-    settings.VERA_AUTH_FAILURE_LIMIT = 2
+    settings.VERA_AUTH_FAILURE__LIMIT = 2
     assert me(client, "garbage").status_code == 401
     assert me(client, "garbage").status_code == 401
     assert me(client, "garbage").status_code == 429
@@ -412,7 +412,7 @@ def test_failures_are_throttled_when_they_exceed_the_limit(
 def test_a_valid_token_passes_when_its_address_is_over_the_failure_limit(
     client: Client, oidc: OIDCProvider, settings: Settings
 ) -> None:
-    settings.VERA_AUTH_FAILURE_LIMIT = 2
+    settings.VERA_AUTH_FAILURE__LIMIT = 2
     for _ in range(3):
         me(client, "garbage")  # someone else behind the same address
     assert me(client, oidc.mint_access_token()).status_code == 200
@@ -421,7 +421,7 @@ def test_a_valid_token_passes_when_its_address_is_over_the_failure_limit(
 def test_bearer_jwt_is_not_accepted_when_oidc_issuer_is_not_configured(
     client: Client, oidc: OIDCProvider, settings: Settings
 ) -> None:
-    settings.VERA_OIDC_ISSUER = ""
+    settings.VERA_OIDC__ISSUER = ""
     response = me(client, oidc.mint_access_token())
     assert response.status_code == 401
     assert response.json() == {"detail": "Authentication credentials were not provided."}
@@ -436,8 +436,8 @@ def test_provider_groups_give_roles_at_sign_in_and_take_them_back_when_the_group
 ) -> None:
     platform = scope_create(kind=ScopeKind.WORKSPACE, name="Platform", parent_id=organisation.pk)
     data = scope_create(kind=ScopeKind.WORKSPACE, name="Data", parent_id=organisation.pk)
-    settings.VERA_OIDC_ORGANISATION = ""  # no default role reaching every workspace
-    settings.VERA_OIDC_GROUP_ROLES = (
+    settings.VERA_OIDC__ORGANISATION = ""  # no default role reaching every workspace
+    settings.VERA_OIDC__GROUP_ROLES = (
         f"platform-admins={platform.group_id}:admin, platform={platform.group_id}:contributor,"
         f"data-team={data.group_id}:reviewer"
     )
@@ -478,8 +478,8 @@ def test_provider_groups_give_roles_at_sign_in_and_take_them_back_when_the_group
 def test_a_bad_group_mapping_stops_the_start() -> None:
     result = subprocess.run(
         [sys.executable, "-c", "import django; django.setup()"],
-        env={**os.environ, "VERA_OIDC_GROUP_ROLES": "admins=w:nope:admin"},
+        env={**os.environ, "VERA_OIDC__GROUP_ROLES": "admins=w:nope:admin"},
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode != 0
-    assert "VERA_OIDC_GROUP_ROLES" in result.stderr
+    assert "VERA_OIDC__GROUP_ROLES" in result.stderr

@@ -50,3 +50,4 @@ def test_a_real_response_has_exactly_the_documented_fields(
     for hit in body["hits"]:
         assert set(hit) == set(SearchHitSerializer().fields)
         assert set(hit["signals"]) == {*SIGNALS, "understood"}
+        assert hit["group_id"] == hit["scope"] == corpus.workspace.group_id

@@ -71,7 +71,7 @@ def _counts(principal: Principal) -> dict[str, int]:
 
 
 def test_seed_demo_creates_workspace_with_admin_and_reviewer(monkeypatch) -> None:
-    monkeypatch.setenv("VERA_DEMO_REVIEWER_PASSWORD", "a-long-reviewer-pass")
+    monkeypatch.setenv("VERA_DEMO__REVIEWER_PASSWORD", "a-long-reviewer-pass")
     _seed()
     workspace = Scope.objects.get(name="Demo Workspace")
     assert workspace.group_id.startswith("w:")
@@ -83,7 +83,7 @@ def test_seed_demo_creates_workspace_with_admin_and_reviewer(monkeypatch) -> Non
 
 
 def test_seed_demo_prints_a_generated_password_once(monkeypatch) -> None:
-    monkeypatch.delenv("VERA_DEMO_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("VERA_DEMO__ADMIN_PASSWORD", raising=False)
     first = _seed()
     line = next(line for line in first.splitlines() if line.startswith("demo user 'admin'"))
     password = line.split("password: ")[1].split(" ")[0]

@@ -53,7 +53,7 @@ QUESTION = "which cluster does the billing-api run on"
 def maintenance_worker(app_database_url: str, tmp_path: Path) -> Iterator[subprocess.Popen]:
     with celery_worker(
         database_url=app_database_url, log_path=tmp_path / "worker.log", queue="maintenance",
-        extra_env={"VERA_WORKER_WARM_EMBEDDER": "false"},
+        extra_env={"VERA_WORKER__WARM_EMBEDDER": "false"},
     ) as process:  # fmt: skip
         yield process
 
@@ -117,11 +117,11 @@ def test_a_sealed_snapshot_answers_as_it_did_whatever_the_index_does_since(
     url = "/api/v1/snapshots"
 
     # Who may take one, and bad input.
-    assert _post(client, tenant_a.viewer, url, group_id=group_id, name="x").status_code == 403
-    assert _post(client, tenant_b.admin, url, group_id=group_id, name="x").status_code == 403
-    assert _post(client, tenant_a.admin, url, group_id=group_id).status_code == 400
-    assert _post(client, tenant_a.admin, url, group_id=group_id, name=" ").status_code == 400
-    taken = _post(client, tenant_a.admin, url, group_id=group_id, name="Q4 audit", reason="SOX")
+    assert _post(client, tenant_a.viewer, url, scope=group_id, name="x").status_code == 403
+    assert _post(client, tenant_b.admin, url, scope=group_id, name="x").status_code == 403
+    assert _post(client, tenant_a.admin, url, scope=group_id).status_code == 400
+    assert _post(client, tenant_a.admin, url, scope=group_id, name=" ").status_code == 400
+    taken = _post(client, tenant_a.admin, url, scope=group_id, name="Q4 audit", reason="SOX")
     assert taken.status_code == 202, taken.content
     assert taken.json()["status"] == "building"
     snapshot_id = taken.json()["id"]
@@ -206,6 +206,39 @@ def test_a_sealed_snapshot_answers_as_it_did_whatever_the_index_does_since(
     assert "no longer matches its seal" in refused["detail"]
     with rls.tenant_context(admin):
         assert AuditEvent.objects.filter(action="snapshot.take").count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["scope", "group_id"])
+def test_a_snapshot_is_taken_in_the_scope_when_named_either_way(
+    tenant_a: Tenant, client: Client, name: str
+) -> None:
+    group = tenant_a.workspace.group_id
+    # Not built: the build is sent on commit, and this test's transaction never commits.
+    taken = _post(client, tenant_a.admin, "/api/v1/snapshots", **{name: group}, name="Q4")
+    assert taken.status_code == 202, taken.content
+    assert taken.json()["group_id"] == group  # a record says where it lives with `group_id`
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert Snapshot.objects.get(pk=taken.json()["id"]).group_id == group
+
+
+@pytest.mark.django_db
+def test_a_snapshot_is_refused_with_a_message_unless_its_scope_is_named_consistently(
+    tenant_a: Tenant, client: Client
+) -> None:
+    group = tenant_a.workspace.group_id
+    url = "/api/v1/snapshots"
+    neither = _post(client, tenant_a.admin, url, name="Q4")
+    both = _post(client, tenant_a.admin, url, scope=group, group_id="w:b", name="Q4")
+    agreeing = _post(client, tenant_a.admin, url, scope=group, group_id=group, name="Q4")
+
+    assert (neither.status_code, neither.json()) == (400, {"scope": ["This field is required."]})
+    assert (both.status_code, both.json()) == (
+        400, {"scope": ["disagrees with group_id (deprecated): send scope alone"]},
+    )  # fmt: skip
+    assert agreeing.status_code == 202, agreeing.content
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert Snapshot.objects.count() == 1
 
 
 @pytest.mark.django_db(transaction=True)

@@ -27,7 +27,7 @@ from tests.support.tenancy import Tenant, admin_site_login, markdown_source
 pytestmark = pytest.mark.django_db
 
 LOOPBACK = "http://127.0.0.1:9"  # allowed by the test profile; never reached at save
-SECRET = "VERA_SOURCE_SECRET_TEST_JIRA"
+SECRET = "VERA_SOURCE_SECRET__TEST_JIRA"
 
 
 def _post(
@@ -35,7 +35,7 @@ def _post(
 ) -> Any:
     key = tenant.issue_key(owner=tenant.admin, role=Role.ADMIN).plaintext
     body = {
-        "group_id": tenant.workspace.group_id,
+        "scope": tenant.workspace.group_id,
         "name": "refused",
         "kind": kind,
         "config": config,

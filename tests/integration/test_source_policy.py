@@ -43,7 +43,7 @@ from tenants.models import AuditEvent
 from tests.support.recorder import Recorder
 from tests.support.tenancy import Tenant
 
-PREFIX = "VERA_SOURCE_SECRET_"
+PREFIX = "VERA_SOURCE_SECRET__"
 SEARCH = "/wiki/rest/api/content/search"
 LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
 SEGMENT = st.from_regex(r"[a-z0-9_.-]{1,8}", fullmatch=True).filter(lambda s: s not in {".", ".."})
@@ -325,7 +325,7 @@ def test_unlisted_name_is_not_even_resolved_when_connecting() -> None:
 
 def _confluence_body(tenant: Tenant, base_url: str, **overrides: Any) -> dict[str, Any]:
     return {
-        "group_id": tenant.workspace.group_id,
+        "scope": tenant.workspace.group_id,
         "name": "wiki",
         "kind": "confluence",
         "config": {"base_url": base_url},
@@ -436,9 +436,8 @@ def test_run_fails_with_the_reason_when_dns_lands_in_a_refused_range(
     settings.VERA_SOURCES__ALLOWED_HOSTS = ["localhost"]
     principal = tenant_a.principal(tenant_a.admin)
     with rls.tenant_context(principal):
-        source = source_create(
-            actor=principal, **_confluence_body(tenant_a, f"http://localhost:{recorder.port}")
-        )
+        body = _confluence_body(tenant_a, f"http://localhost:{recorder.port}")
+        source = source_create(actor=principal, group_id=body.pop("scope"), **body)
     report = ingest_now(source_id=source.pk, group_id=source.group_id)
     assert "'localhost' resolves to" in report.error
     assert "a loopback address" in report.error

@@ -26,7 +26,7 @@ from tests.support.recorder import Recorder
 from tests.support.tenancy import Tenant
 
 pytestmark = pytest.mark.django_db
-SECRET = "VERA_SOURCE_SECRET_ACME_WIKI"
+SECRET = "VERA_SOURCE_SECRET__ACME_WIKI"
 NOT_GIVEN = f"token_env {SECRET!r} is not given to"
 OWN_STATE = "is where this server keeps its own state or secrets"
 OWN_SERVICE = "one of this server's own services"
@@ -58,7 +58,7 @@ def _post(client: Client, tenant: Tenant, body: dict[str, Any]) -> Any:
 
 def _wiki(tenant: Tenant, base_url: str) -> dict[str, Any]:
     return {
-        "group_id": tenant.workspace.group_id, "name": "wiki", "kind": "confluence",
+        "scope": tenant.workspace.group_id, "name": "wiki", "kind": "confluence",
         "config": {"base_url": base_url}, "token_env": SECRET, "trust_tier": 2,
     }  # fmt: skip
 
@@ -118,7 +118,8 @@ def test_a_run_fails_when_the_grant_was_withdrawn_after_the_source_was_saved(
     _grant(settings, tenant_a.workspace.group_id)
     principal = tenant_a.principal(tenant_a.admin)
     with rls.tenant_context(principal):
-        source = source_create(actor=principal, **_wiki(tenant_a, recorder.url))
+        body = _wiki(tenant_a, recorder.url)
+        source = source_create(actor=principal, group_id=body.pop("scope"), **body)
     _grant(settings, "w:someone-else")
     report = ingest_now(source_id=source.pk, group_id=source.group_id)
     assert NOT_GIVEN in report.error
@@ -131,7 +132,8 @@ def test_a_secret_given_to_the_organisation_serves_its_workspace_when_run(
     _grant(settings, tenant_a.org.group_id)
     principal = tenant_a.principal(tenant_a.admin)
     with rls.tenant_context(principal):
-        source = source_create(actor=principal, **_wiki(tenant_a, recorder.url))
+        body = _wiki(tenant_a, recorder.url)
+        source = source_create(actor=principal, group_id=body.pop("scope"), **body)
     report = ingest_now(source_id=source.pk, group_id=source.group_id)
     assert report.error == ""
     assert [seen.headers["authorization"] for seen in recorder.seen] == ["Bearer acme-wiki-token"]
@@ -147,7 +149,7 @@ def test_the_services_state_is_refused_when_below_an_allowed_root(
     settings.VERA_SOURCES__FILE_ROOTS = [str(django_settings.BASE_DIR)]  # the whole checkout
     root = str(Path(django_settings.BASE_DIR) / below)
     body = {
-        "group_id": tenant_a.workspace.group_id, "name": "state", "kind": "markdown",
+        "scope": tenant_a.workspace.group_id, "name": "state", "kind": "markdown",
         "config": {"root": root, "patterns": ["*.json"]}, "trust_tier": 1,
     }  # fmt: skip
     response = _post(client, tenant_a, body)
@@ -162,7 +164,7 @@ def test_the_object_store_is_refused_when_below_an_allowed_root(
     store = Path(django_settings.VERA_OBJECT_STORE__ROOT)
     settings.VERA_SOURCES__FILE_ROOTS = [str(store.parent)]
     body = {
-        "group_id": tenant_a.workspace.group_id, "name": "raw", "kind": "cmdb",
+        "scope": tenant_a.workspace.group_id, "name": "raw", "kind": "cmdb",
         "config": {"path": str(store / "any.json")}, "trust_tier": 1,
     }  # fmt: skip
     response = _post(client, tenant_a, body)

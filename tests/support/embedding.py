@@ -30,6 +30,6 @@ def maintenance_worker_offering_e5(
     model is loaded when first used, not at start)."""
     with celery_worker(
         database_url=database_url, log_path=log_path, queue="maintenance",
-        extra_env={"VERA_EMBEDDER__CHOICES": "e5", "VERA_WORKER_WARM_EMBEDDER": "false"},
+        extra_env={"VERA_EMBEDDER__CHOICES": "e5", "VERA_WORKER__WARM_EMBEDDER": "false"},
     ) as process:  # fmt: skip
         yield process

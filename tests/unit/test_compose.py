@@ -146,7 +146,7 @@ def test_app_database_url_uses_app_role_at_postgres(services: dict[str, dict[str
     url = _url(env["DATABASE_URL"])
     assert url.scheme in {"postgres", "postgresql"}
     assert url.username == "vera_app"
-    assert url.username == env["VERA_DB_APP_ROLE"]
+    assert url.username == env["VERA_DB__APP_ROLE"]
     assert url.hostname == "postgres"
     assert url.path == "/vera"
 
@@ -182,7 +182,7 @@ def test_redis_url_points_at_valkey(services: dict[str, dict[str, Any]]) -> None
 def test_graph_backend_is_neo4j_at_neo4j_host(services: dict[str, dict[str, Any]]) -> None:
     env = _app_env(services)
     assert env["VERA_MEMORY__GRAPH_BACKEND"] == "neo4j"
-    assert _url(env["VERA_NEO4J_URI"]).hostname == "neo4j"
+    assert _url(env["VERA_NEO4J__URI"]).hostname == "neo4j"
 
 
 def test_object_store_is_s3_at_minio(services: dict[str, dict[str, Any]]) -> None:

@@ -21,7 +21,7 @@ from curation.domain.source_policy import SourcePolicy
 TOKEN = "factory-token"
 # Wide enough for every config below: these tests are about building, not the policy.
 POLICY = SourcePolicy(
-    token_env_prefix="VERA_SOURCE_SECRET_",
+    token_env_prefix="VERA_SOURCE_SECRET__",
     allowed_hosts=("*.atlassian.net", "x.example", "slack.com", "slack.example"),
     # pytest's tmp_path lives here (tests/conftest.py), never in the temp folder.
     file_roots=("/srv", "/x.csv", str(settings.TEST_SOURCES_DIR)),

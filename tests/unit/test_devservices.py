@@ -41,7 +41,7 @@ def listener(free_port: int) -> Iterator[socket.socket]:
 def test_redis_start_names_the_port_and_the_fix_when_the_port_is_taken(
     profile: Profile, listener: socket.socket
 ) -> None:
-    with pytest.raises(ServiceError, match=rf"port {profile.redis_port} .*VERA_DEV_REDIS_PORT"):
+    with pytest.raises(ServiceError, match=rf"port {profile.redis_port} .*VERA_DEV__REDIS_PORT"):
         Redis(profile).start()
 
 
@@ -52,7 +52,7 @@ def test_postgres_start_names_the_port_and_the_fix_when_the_port_is_taken(
     service = Postgres(profile)
     service.data.mkdir(parents=True)
     (service.data / "PG_VERSION").write_text(_server_major() + "\n")
-    with pytest.raises(ServiceError, match=rf"port {profile.pg_port} .*VERA_DEV_PG_PORT"):
+    with pytest.raises(ServiceError, match=rf"port {profile.pg_port} .*VERA_DEV__PG_PORT"):
         service.start(profile.secrets())
 
 

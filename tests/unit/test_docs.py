@@ -38,7 +38,9 @@ COMPOSE_FILES = ("compose.yaml",)
 # None: the names are chosen at run time (documented through the setting that bounds them).
 DYNAMIC_READS: dict[tuple[str, str], re.Pattern[str] | None] = {
     # The demo users' passwords: USERS names one variable per user.
-    ("vera/management/commands/seed_demo.py", "_workspace"): re.compile(r"^VERA_DEMO_\w+$"),
+    ("vera/management/commands/seed_demo.py", "_workspace"): re.compile(r"^VERA_DEMO__\w+$"),
+    # The old names a deployment may still set, carried over to their new ones.
+    ("vera/settings/env.py", "adopt_renamed"): re.compile(r"^VERA_(?![A-Z0-9_]*__)[A-Z0-9_]+$"),
     # A source's `token_env`: a tenant names it, below VERA_SOURCES__TOKEN_ENV_PREFIX.
     ("vera/wiring.py", "source_secret"): None,
 }
@@ -48,6 +50,8 @@ SHELL_OWN = frozenset(
      "RANDOM", "SECONDS", "UID"}
 )  # fmt: skip
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# VERA's own variables: an area, a double underscore, a key (docs/configuration.md).
+SECTION_FORM = re.compile(r"^VERA_[A-Z0-9]+(?:_[A-Z0-9]+)*__[A-Z0-9]+(?:_[A-Z0-9]+)*$")
 
 
 # --- Environment variables the code reads -----------------------------------------------
@@ -265,11 +269,11 @@ def test_the_scan_finds_the_reads_it_must_find() -> None:
         "DATABASE_CONNECT_TIMEOUT": "vera/settings/base.py",  # a call spread over lines
         "OTEL_EXPORTER_OTLP_ENDPOINT": "vera/tracing.py",  # through a module constant
         "OPENAI_API_KEY": "vera/wiring.py",  # through required_env(), a reader found
-        "VERA_DEMO_ADMIN_PASSWORD": "vera/management/commands/seed_demo.py",  # dynamic
-        "VERA_DEV_ROOT": "devtools/common.py",  # os.environ.get
+        "VERA_DEMO__ADMIN_PASSWORD": "vera/management/commands/seed_demo.py",  # dynamic
+        "VERA_DEV__ROOT": "devtools/common.py",  # os.environ.get
         "PROMETHEUS_MULTIPROC_DIR": "gunicorn.conf.py",
-        "VERA_PYTHON": "bin/vera",  # shell
-        "VERA_OWNER_PASSWORD": "deploy/postgres/init-roles.sh",
+        "VERA_DEV__PYTHON": "bin/vera",  # shell
+        "VERA_DB__OWNER_PASSWORD": "deploy/postgres/init-roles.sh",
         "NEO4J_PASSWORD": "compose.yaml",  # compose interpolation
     }
     missing = {name: file for name, file in expected.items() if file not in names.get(name, ())}
@@ -290,6 +294,23 @@ def test_every_environment_variable_the_code_reads_is_documented() -> None:
         if ENV_NAME.match(name) and not _mentions(documented, name)
     }
     assert not missing, f"docs/configuration.md does not mention: {missing}"
+
+
+def test_every_vera_variable_has_one_form() -> None:
+    """`VERA_<AREA>__<KEY>` for all; the old flat names only where they are carried over."""
+    from vera.settings.env import LEGACY_SECRET_PREFIX, RENAMED
+
+    old = {*RENAMED, LEGACY_SECRET_PREFIX}
+    read = environment_reads().names
+    wrong = sorted(
+        name
+        for name in read
+        if name.startswith("VERA_") and name not in old and not SECTION_FORM.match(name)
+    )
+    assert not wrong, f"name these VERA_<AREA>__<KEY>: {wrong}"
+    assert all(SECTION_FORM.match(new) for new in RENAMED.values())
+    assert set(RENAMED.values()) <= set(read), "an old name carried over to one nobody reads"
+    assert not SECTION_FORM.match("VERA_CACHE_URL")  # the check can fail
 
 
 # --- Markdown: links, anchors, tables -------------------------------------------------------

@@ -60,6 +60,56 @@ def test_a_malformed_boolean_is_a_clear_error() -> None:
     assert "DJANGO_SECURE_SSL_REDIRECT='maybe' is not a boolean" in result.stderr
 
 
+def test_an_old_variable_name_still_reaches_its_setting_and_the_start_names_it() -> None:
+    probe = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "from django.core.management import call_command; "
+        "print(s.VERA_NEO4J__URI, s.VERA_AUTH_FAILURE__LIMIT); "
+        "call_command('check')"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERA_NEO4J")}
+    env.update(
+        VERA_NEO4J_URI="bolt://graph.example:7687",  # old name only: carried over
+        VERA_AUTH_FAILURE_LIMIT="3",
+        VERA_AUTH_FAILURE__LIMIT="7",  # both: the new name wins
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["bolt://graph.example:7687", "7"]
+    assert "(vera.W001) VERA_NEO4J_URI is an old name: rename it VERA_NEO4J__URI" in result.stderr
+    assert "VERA_AUTH_FAILURE_LIMIT is ignored: VERA_AUTH_FAILURE__LIMIT is set" in result.stderr
+
+
+def test_old_names_are_carried_over_and_the_new_name_wins() -> None:
+    from vera.settings.env import adopt_renamed
+
+    environ = {
+        "VERA_WORKER_WARM_EMBEDDER": "false",
+        "VERA_LOG_LEVEL": "DEBUG",
+        "VERA_LOG__LEVEL": "WARNING",
+        "VERA_CACHE_URL": "redis://x/1",
+        "VERA_CACHE__URL": "redis://x/1",  # the same value twice: nothing to say but rename
+        "VERA_SOURCE_SECRET_ACME_WIKI": "token",
+        "VERA_SOURCE_SECRET__JIRA": "kept",
+        "VERA_UNRELATED_THING": "untouched",
+    }
+    notes = adopt_renamed(environ)
+    assert environ["VERA_WORKER__WARM_EMBEDDER"] == "false"
+    assert environ["VERA_LOG__LEVEL"] == "WARNING"
+    assert environ["VERA_SOURCE_SECRET__ACME_WIKI"] == "token"
+    assert "VERA_SOURCE_SECRET___JIRA" not in environ
+    assert "VERA_UNRELATED__THING" not in environ
+    assert notes == [
+        "VERA_CACHE_URL is an old name: rename it VERA_CACHE__URL",
+        "VERA_LOG_LEVEL is ignored: VERA_LOG__LEVEL is set; remove VERA_LOG_LEVEL",
+        "VERA_SOURCE_SECRET_ACME_WIKI is an old name: rename it VERA_SOURCE_SECRET__ACME_WIKI",
+        "VERA_WORKER_WARM_EMBEDDER is an old name: rename it VERA_WORKER__WARM_EMBEDDER",
+    ]
+    assert adopt_renamed({"VERA_WORKER__WARM_EMBEDDER": "x"}) == []
+
+
 def _worker_memory_limit(mb: str) -> str:
     """Celery's worker_max_memory_per_child (KiB) in a process given VERA_WORKER__MAX_MEMORY_MB."""
     probe = "from vera.celery import app; print(app.conf.worker_max_memory_per_child)"
@@ -115,11 +165,11 @@ def test_warming_is_skipped_when_off_and_a_failure_does_not_stop_the_process(
             self.loaded += 1
 
     model = Model()
-    settings.VERA_WORKER_WARM_EMBEDDER = False
+    settings.VERA_WORKER__WARM_EMBEDDER = False
     warm_embedder(lambda: model)
     assert model.loaded == 0
 
-    settings.VERA_WORKER_WARM_EMBEDDER = True
+    settings.VERA_WORKER__WARM_EMBEDDER = True
     warm_embedder(lambda: model)
     assert model.loaded == 1
 

@@ -16,7 +16,7 @@ from curation.domain.source_policy import (
 )
 from vera.settings.env import env_list_map
 
-PREFIX = "VERA_SOURCE_SECRET_"
+PREFIX = "VERA_SOURCE_SECRET__"
 WIKI = f"{PREFIX}WIKI"
 
 

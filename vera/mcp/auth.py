@@ -5,7 +5,7 @@ VERA is a resource server only: it issues no tokens. Two kinds are accepted.
 - **VERA API keys** (`vera_<prefix>_<secret>`), exactly as the REST API takes them: the
   key's owner, capped by its ceiling and limited to its scope. A viewer-ceiling key gets
   `vera:read`, a key reaching contributor or above `vera:propose` too.
-- **OIDC access tokens** from VERA_OIDC_ISSUER: signature (JWKS), issuer, expiry, and an
+- **OIDC access tokens** from VERA_OIDC__ISSUER: signature (JWKS), issuer, expiry, and an
   audience equal to this server's URL (VERA_MCP__RESOURCE_URL, RFC 8707). A token issued
   for the REST API or any other audience is refused. Its scopes (`scope` or `scp`) map
   onto roles: `vera:read` reads as a viewer, `vera:propose` may propose as a contributor,
@@ -85,11 +85,11 @@ def _api_key(token: str) -> AccessToken | None:
 
 
 def _oidc(token: str) -> AccessToken | None:
-    if not settings.VERA_OIDC_ISSUER:
+    if not settings.VERA_OIDC__ISSUER:
         return None
     resource = settings.VERA_MCP__RESOURCE_URL
     try:
-        claims = decode_jwt(token, audience=resource, issuer=settings.VERA_OIDC_ISSUER)
+        claims = decode_jwt(token, audience=resource, issuer=settings.VERA_OIDC__ISSUER)
         if not audience_matches(claims, resource):
             raise InvalidAccessToken("audience is not this server")
         user = user_for_claims(claims)

@@ -300,7 +300,7 @@ class FailedAuthentications:
                                        str(refusal.detail)}).encode()  # fmt: skip
                     await send({"type": "http.response.start", "status": 429, "headers": [
                         (b"content-type", b"application/json"),
-                        (b"retry-after", str(settings.VERA_AUTH_FAILURE_WINDOW_S).encode()),
+                        (b"retry-after", str(settings.VERA_AUTH_FAILURE__WINDOW_S).encode()),
                         (b"content-length", str(len(body)).encode()),
                     ]})  # fmt: skip
                     await send({"type": "http.response.body", "body": body})

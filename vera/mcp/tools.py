@@ -276,8 +276,10 @@ def propose(
     except (NotFound, ProposalRefused) as error:
         raise ToolError(str(error)) from None
     claim = done.claim
+    # `group_id` is the record's scope, as the REST answer says; `scope` is kept for clients.
     return {"claim_id": claim.pk, "status": claim.status, "scope": claim.group_id,
-            "created": done.created, "message": done.message}  # fmt: skip
+            "group_id": claim.group_id, "created": done.created,
+            "message": done.message}  # fmt: skip
 
 
 def feedback(principal: Principal, *, hit_id: int, helpful: bool) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -10,13 +11,26 @@ import dj_database_url
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_int, env_int_map, env_list, env_list_map, env_str
+from .env import (
+    adopt_renamed,
+    env_bool,
+    env_int,
+    env_int_map,
+    env_list,
+    env_list_map,
+    env_str,
+    renamed_secret,
+)
 
 # Django classes the type stubs make generic (ModelAdmin[Claim], ModelForm[Source]) accept
 # their type arguments at run time too.
 django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+# Old variable names still set on a deployment are carried over to their new names before
+# anything is read; the `vera.W001` check names each one at every start.
+VERA_RENAMED_VARIABLES = adopt_renamed(os.environ)
 
 # Safe defaults: production.py demands a real key and DEBUG stays off unless asked for.
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
@@ -98,7 +112,7 @@ DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int(
     "DATABASE_CONNECT_TIMEOUT", default=5
 )
 # The role that web, worker and beat connect as; post-migrate grants it table access.
-VERA_DB_APP_ROLE = env_str("VERA_DB_APP_ROLE", "vera_app")
+VERA_DB__APP_ROLE = env_str("VERA_DB__APP_ROLE", "vera_app")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis / Valkey: Celery broker, cache, rate limits ------------------------------
@@ -107,7 +121,7 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CACHES: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": env_str("VERA_CACHE_URL", re.sub(r"(/\d+)?$", "/1", REDIS_URL, count=1)),
+        "LOCATION": env_str("VERA_CACHE__URL", re.sub(r"(/\d+)?$", "/1", REDIS_URL, count=1)),
         "KEY_PREFIX": "vera:cache",
         "TIMEOUT": 300,
         "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
@@ -152,9 +166,9 @@ CELERY_TASK_ROUTES = {
 # written there at each start; the nightly learning jobs are rows a migration created,
 # which an operator reschedules in the admin (Periodic tasks) without a deploy.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-VERA_LANES = ("interactive", "projection", "ingest", "maintenance")
+VERA_WORKER__LANES = ("interactive", "projection", "ingest", "maintenance")
 # Load the embedding model in each worker process at start, not on its first task.
-VERA_WORKER_WARM_EMBEDDER = env_bool("VERA_WORKER_WARM_EMBEDDER", default=True)
+VERA_WORKER__WARM_EMBEDDER = env_bool("VERA_WORKER__WARM_EMBEDDER", default=True)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Beat's liveness: a cheap task every minute proves broker -> worker -> Postgres/Redis/graph.
     "vera-health-every-minute": {"task": "vera.check_health", "schedule": 60.0},
@@ -177,10 +191,10 @@ VERA_LEARNING__FLOORS = env_str("VERA_LEARNING__FLOORS", "")
 VERA_MEMORY__GRAPH_BACKEND = env_str("VERA_MEMORY__GRAPH_BACKEND", "neo4j")
 VERA_MEMORY__GRAPH_NAME = env_str("VERA_MEMORY__GRAPH_NAME", "vera")
 VERA_MEMORY__FALKORDB_URL = env_str("VERA_MEMORY__FALKORDB_URL", REDIS_URL)
-VERA_NEO4J_URI = env_str("VERA_NEO4J_URI", "")
-VERA_NEO4J_USER = env_str("VERA_NEO4J_USER", "neo4j")
-VERA_NEO4J_PASSWORD = env_str("VERA_NEO4J_PASSWORD", "")
-VERA_NEO4J_DATABASE = env_str("VERA_NEO4J_DATABASE", "neo4j")
+VERA_NEO4J__URI = env_str("VERA_NEO4J__URI", "")
+VERA_NEO4J__USER = env_str("VERA_NEO4J__USER", "neo4j")
+VERA_NEO4J__PASSWORD = env_str("VERA_NEO4J__PASSWORD", "")
+VERA_NEO4J__DATABASE = env_str("VERA_NEO4J__DATABASE", "neo4j")
 
 # --- Object store for raw artifacts --------------------------------------------------
 VERA_OBJECT_STORE__BACKEND = env_str("VERA_OBJECT_STORE__BACKEND", "local")
@@ -251,7 +265,7 @@ VERA_LLM__TIMEOUT_S = env_int("VERA_LLM__TIMEOUT_S", default=60)
 VERA_LLM__RATE_PER_S = env_int("VERA_LLM__RATE_PER_S", default=5)
 VERA_LLM__RETRIES = env_int("VERA_LLM__RETRIES", default=2)
 # Predicates with one value at a time: a new value supersedes the old one.
-VERA_FUNCTIONAL_PREDICATES = env_list("VERA_FUNCTIONAL_PREDICATES", default=[])
+VERA_ONTOLOGY__FUNCTIONAL_PREDICATES = env_list("VERA_ONTOLOGY__FUNCTIONAL_PREDICATES", default=[])
 CELERY_BEAT_SCHEDULE["curation-schedule-sources"] = {
     "task": "curation.schedule_sources",
     "schedule": 60.0,
@@ -337,7 +351,7 @@ CELERY_BEAT_SCHEDULE["curation-project-urgent"] = {
 # Sources are a trust boundary: a workspace admin configures them, the worker runs them
 # with this server's environment, network and disk. Checked on save and on every run.
 # token_env may only name variables starting with this prefix (never DATABASE_URL & co).
-VERA_SOURCES__TOKEN_ENV_PREFIX = env_str("VERA_SOURCES__TOKEN_ENV_PREFIX", "VERA_SOURCE_SECRET_")
+VERA_SOURCES__TOKEN_ENV_PREFIX = env_str("VERA_SOURCES__TOKEN_ENV_PREFIX", "VERA_SOURCE_SECRET__")
 # Hosts HTTP connectors may reach: names, `*.example.com` patterns, CIDR ranges. A name
 # resolving into loopback/private/link-local/... space also needs that range listed.
 VERA_SOURCES__ALLOWED_HOSTS = env_list("VERA_SOURCES__ALLOWED_HOSTS", default=[])
@@ -350,7 +364,10 @@ VERA_SOURCES__DENIED_PATHS = env_list("VERA_SOURCES__DENIED_PATHS", default=[])
 # Which scopes may use which source secret: `NAME=group,group;NAME2=group` (a group id
 # reaches its subtree: an organisation's secret serves its workspaces). A token_env not
 # granted to the source's scope is refused on save and on every run.
-VERA_SOURCES__SECRET_SCOPES = env_list_map("VERA_SOURCES__SECRET_SCOPES")
+VERA_SOURCES__SECRET_SCOPES = {
+    renamed_secret(name): groups
+    for name, groups in env_list_map("VERA_SOURCES__SECRET_SCOPES").items()
+}
 
 # --- Auth -------------------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [
@@ -400,24 +417,24 @@ OIDC_RP_SCOPES = "openid email profile"
 OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", default=5)
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 # Bearer access tokens for the REST API: issuer and audience they must carry.
-VERA_OIDC_ISSUER = env_str("VERA_OIDC_ISSUER", "")
-VERA_OIDC_AUDIENCE = env_str("VERA_OIDC_AUDIENCE", "")
+VERA_OIDC__ISSUER = env_str("VERA_OIDC__ISSUER", "")
+VERA_OIDC__AUDIENCE = env_str("VERA_OIDC__AUDIENCE", "")
 # Just-in-time provisioning: new SSO users join this organisation (group id) as viewers.
-VERA_OIDC_ORGANISATION = env_str("VERA_OIDC_ORGANISATION", "")
-VERA_OIDC_DEFAULT_ROLE = env_str("VERA_OIDC_DEFAULT_ROLE", "viewer")
+VERA_OIDC__ORGANISATION = env_str("VERA_OIDC__ORGANISATION", "")
+VERA_OIDC__DEFAULT_ROLE = env_str("VERA_OIDC__DEFAULT_ROLE", "viewer")
 # Provider groups to roles per scope: `idp-group=<group id>:<role>, ...`; the groups are
-# read from the claim VERA_OIDC_GROUPS_CLAIM of each sign-in (absent: nothing changes).
-VERA_OIDC_GROUPS_CLAIM = env_str("VERA_OIDC_GROUPS_CLAIM", "groups")
-VERA_OIDC_GROUP_ROLES = env_str("VERA_OIDC_GROUP_ROLES", "")
-if VERA_OIDC_DEFAULT_ROLE not in {"viewer", "contributor"}:
+# read from the claim VERA_OIDC__GROUPS_CLAIM of each sign-in (absent: nothing changes).
+VERA_OIDC__GROUPS_CLAIM = env_str("VERA_OIDC__GROUPS_CLAIM", "groups")
+VERA_OIDC__GROUP_ROLES = env_str("VERA_OIDC__GROUP_ROLES", "")
+if VERA_OIDC__DEFAULT_ROLE not in {"viewer", "contributor"}:
     # Single sign-on proves who someone is, not that they may review or administer.
-    raise ImproperlyConfigured("VERA_OIDC_DEFAULT_ROLE must be viewer or contributor.")
+    raise ImproperlyConfigured("VERA_OIDC__DEFAULT_ROLE must be viewer or contributor.")
 try:  # a bad mapping stops the start, rather than granting or revoking by surprise
     from tenants.domain.idp import parse_group_roles
 
-    parse_group_roles(VERA_OIDC_GROUP_ROLES)
+    parse_group_roles(VERA_OIDC__GROUP_ROLES)
 except ValueError as error:
-    raise ImproperlyConfigured(f"VERA_OIDC_GROUP_ROLES: {error}") from None
+    raise ImproperlyConfigured(f"VERA_OIDC__GROUP_ROLES: {error}") from None
 if OIDC_RP_CLIENT_ID:
     AUTHENTICATION_BACKENDS.append("tenants.adapters.oidc.VeraOIDCBackend")
 
@@ -425,10 +442,10 @@ if OIDC_RP_CLIENT_ID:
 # Its public URL: the resource a token must be issued for (RFC 8707: an OIDC access
 # token's `aud`) and where its protected-resource metadata (RFC 9728) points.
 VERA_MCP__RESOURCE_URL = env_str("VERA_MCP__RESOURCE_URL", "http://127.0.0.1:8001/mcp").rstrip("/")
-# The authorization servers its metadata names (default: VERA_OIDC_ISSUER, when set).
-# Tokens are verified against VERA_OIDC_ISSUER and the provider's JWKS (OIDC_OP_JWKS_ENDPOINT).
+# The authorization servers its metadata names (default: VERA_OIDC__ISSUER, when set).
+# Tokens are verified against VERA_OIDC__ISSUER and the provider's JWKS (OIDC_OP_JWKS_ENDPOINT).
 VERA_MCP__AUTHORIZATION_SERVERS = env_list(
-    "VERA_MCP__AUTHORIZATION_SERVERS", default=[VERA_OIDC_ISSUER] if VERA_OIDC_ISSUER else []
+    "VERA_MCP__AUTHORIZATION_SERVERS", default=[VERA_OIDC__ISSUER] if VERA_OIDC__ISSUER else []
 )
 # Host and Origin headers it answers (others: 421 / 403, against DNS rebinding); by
 # default the resource URL's host and origin. `host:*` allows any port.
@@ -436,8 +453,8 @@ VERA_MCP__ALLOWED_HOSTS = env_list("VERA_MCP__ALLOWED_HOSTS", default=[])
 VERA_MCP__ALLOWED_ORIGINS = env_list("VERA_MCP__ALLOWED_ORIGINS", default=[])
 
 # Failed API authentications per client before 429, and the window they count in.
-VERA_AUTH_FAILURE_LIMIT = env_int("VERA_AUTH_FAILURE_LIMIT", default=10)
-VERA_AUTH_FAILURE_WINDOW_S = env_int("VERA_AUTH_FAILURE_WINDOW_S", default=300)
+VERA_AUTH_FAILURE__LIMIT = env_int("VERA_AUTH_FAILURE__LIMIT", default=10)
+VERA_AUTH_FAILURE__WINDOW_S = env_int("VERA_AUTH_FAILURE__WINDOW_S", default=300)
 
 # Rate limits of the REST API, per sliding window of VERA_RATE_LIMIT__WINDOW_S seconds:
 # searches (each embeds a query, may call a reranker) and writes, for each principal (an
@@ -495,6 +512,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("VERA_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_str("VERA_LOG__LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

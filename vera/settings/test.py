@@ -15,7 +15,7 @@ import dj_database_url
 # point at a port nothing listens on, and the first test that asks for the database
 # stops the run with what to do (tests/conftest.py `NO_SERVERS_MESSAGE`).
 if "DATABASE_URL" not in os.environ:
-    os.environ["VERA_TEST_NO_SERVERS"] = "1"
+    os.environ["VERA_TEST__NO_SERVERS"] = "1"
     os.environ["DATABASE_URL"] = "postgres://no-test-servers@127.0.0.1:9/unavailable"
     os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:9/0")
 
@@ -52,7 +52,7 @@ STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 # Two suites on one server (e.g. parallel runs) each need their own test database.
-DATABASES["default"]["TEST"] = {"NAME": env_str("VERA_TEST_DB_NAME", "test_vera")}
+DATABASES["default"]["TEST"] = {"NAME": env_str("VERA_TEST__DB_NAME", "test_vera")}
 
 # The fake upstreams listen on 127.0.0.1 (never on the ports of the test servers
 # themselves: those are refused whatever this list says). Test folders live in one

@@ -46,8 +46,8 @@ DEMO_ORG = "Demo Organisation"
 DEMO_WORKSPACE = "Demo Workspace"
 USERS = (
     # username, password env var, role on the workspace, Django staff
-    ("admin", "VERA_DEMO_ADMIN_PASSWORD", Role.ADMIN, True),
-    ("reviewer", "VERA_DEMO_REVIEWER_PASSWORD", Role.REVIEWER, False),
+    ("admin", "VERA_DEMO__ADMIN_PASSWORD", Role.ADMIN, True),
+    ("reviewer", "VERA_DEMO__REVIEWER_PASSWORD", Role.REVIEWER, False),
 )
 SAMPLE = Path(settings.BASE_DIR) / "demo"
 SOURCES_DIR = Path(settings.BASE_DIR) / "var" / "sources" / "demo"
