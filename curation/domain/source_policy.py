@@ -132,7 +132,16 @@ def token_env_refusal(name: str, *, prefix: str) -> str:
         return (
             f"token_env {name!r} is refused: a source's secret must be in an environment "
             f"variable whose name starts with {prefix} (set by the operator in {PREFIX_SETTING})"
+            + _section_form_hint(name, prefix)
         )
+    return ""
+
+
+def _section_form_hint(name: str, prefix: str) -> str:
+    """`VERA_SOURCE_SECRET_X` under the prefix `VERA_SOURCE_SECRET__`: the old flat form."""
+    flat = prefix.removesuffix("__") + "_"
+    if prefix.endswith("__") and name.startswith(flat) and len(name) > len(flat):
+        return f"; the variable's name is now {prefix}{name.removeprefix(flat)}"
     return ""
 
 

@@ -13,6 +13,7 @@ from curation.domain.source_policy import (
     endpoint_refusal,
     file_refusal,
     secret_grant_refusal,
+    token_env_refusal,
 )
 from vera.settings.env import env_list_map
 
@@ -22,6 +23,14 @@ WIKI = f"{PREFIX}WIKI"
 
 def _policy(**grants: tuple[str, ...]) -> SourcePolicy:
     return SourcePolicy(PREFIX, secret_scopes={f"{PREFIX}{k}": v for k, v in grants.items()})
+
+
+def test_an_old_flat_secret_name_is_refused_saying_its_new_name() -> None:
+    reason = token_env_refusal("VERA_SOURCE_SECRET_WIKI", prefix=PREFIX)
+    assert reason.endswith("; the variable's name is now VERA_SOURCE_SECRET__WIKI")
+    assert "now" not in token_env_refusal("DATABASE_URL", prefix=PREFIX)
+    assert "now" not in token_env_refusal("ACME_WIKI", prefix="ACME_TOKEN_")  # no "__" prefix
+    assert token_env_refusal(WIKI, prefix=PREFIX) == ""
 
 
 def test_a_secret_is_usable_when_given_to_the_scope() -> None:
