@@ -62,6 +62,7 @@ from retrieval.models import (
 )
 from retrieval.ports import EmbedderCatalog, EmbeddingCache
 from retrieval.services.erasure_log import (
+    pack_query_residue,
     search_log_redact,
     search_log_residue,
     searches_returning,
@@ -284,9 +285,10 @@ def erase(
     queries = searches_returning(plan.claims_erased)  # before their hits go
     counts = {**plan.counts, **_delete(plan, source=source)}
     # A search for what only this content said keeps saying it in the log: redacted.
-    counts["query_texts_redacted"], search_log = search_log_redact(
+    redacted, search_log = search_log_redact(
         group_id=group_id, texts=erased_texts, kept=plan.claims_kept, queries=queries
     )
+    counts |= redacted
     # Knowledge snapshots must not resurrect it: its copies leave them, and they are
     # re-sealed with a note.
     counts |= snapshots_forget(
@@ -449,6 +451,7 @@ def erasure_scan(
     for name, rows in _held(list(tombstone.fingerprints)).items():
         found[name] = [row.split(":", 1)[0] for row in rows][:20]
     found["query texts"] = search_log_residue(tombstone)
+    found["pack queries"] = pack_query_residue(tombstone)
     edges = graph.dump(tombstone.group_id).edges
     erased = set(claims)
     found["graph edges"] = [str(edge[0]) for edge in edges if edge[0] in erased]

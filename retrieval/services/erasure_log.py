@@ -6,6 +6,9 @@ transaction the query text of every logged hit of the workspace is redacted that
 - has a term (a lexeme, made as the index makes them) that only the erased content held,
 - or has any term of it, if its query returned an erased claim (whose hits are deleted;
   the query's hits on other claims keep their rows).
+Kept context packs are the log's other copy of a query: those citing erased claims or
+quoting erased episodes are deleted whole (`erasure`), and the others' query text is
+redacted when it has a term only the erased content held.
 
 The tombstone keeps, for the residual scan, those terms' keyed fingerprints (an HMAC
 whose key derives from SECRET_KEY: a database dump alone cannot test names against
@@ -22,7 +25,7 @@ from django.utils.crypto import salted_hmac
 
 from curation.models import Claim, Tombstone
 from retrieval.domain.lexical import PUNCTUATION
-from retrieval.models import SearchHit
+from retrieval.models import ContextPack, SearchHit
 from retrieval.services.index import document_text
 from retrieval.services.search.sql import LEXEMES
 
@@ -95,24 +98,35 @@ _REDACT = f"""
 """  # noqa: S608 - a fixed fragment; values are parameters
 
 
+# A kept pack's query: the first half of the rule (a pack that cited erased content is
+# deleted before this, so no pack here returned an erased claim).
+_REDACT_PACKS = f"""
+    UPDATE retrieval_contextpack SET query_text = %(redacted)s
+    WHERE group_id = %(group_id)s AND query_text <> %(redacted)s
+      AND {_lexemes_of("query_text", "%(punctuation)s")} && %(exclusive)s::text[]
+"""  # noqa: S608 - a fixed fragment; values are parameters
+
+
 def search_log_redact(
     *, group_id: str, texts: Sequence[str], kept: Sequence[int], queries: Sequence[str]
-) -> tuple[int, dict[str, Any]]:
-    """Redact the workspace's logged query texts that quote erased content (after the
-    deletion; `queries` returned erased claims); how many, and what the scan needs."""
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """Redact the workspace's logged query texts and kept packs' queries that quote erased
+    content (after the deletion; `queries` returned erased claims); how many of each,
+    and what the scan needs."""
     erased = _lexemes(texts)
     exclusive = erased - _terms_kept(group_id, erased, kept) if erased else set()
+    values: dict[str, Any] = {
+        "redacted": REDACTED, "group_id": group_id, "punctuation": PUNCTUATION,
+        "exclusive": sorted(exclusive), "erased": sorted(erased), "queries": list(queries),
+    }  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute(
-            _REDACT,
-            {
-                "redacted": REDACTED, "group_id": group_id, "punctuation": PUNCTUATION,
-                "exclusive": sorted(exclusive), "erased": sorted(erased), "queries": list(queries),
-            },
-        )  # fmt: skip
+        cursor.execute(_REDACT, values)
         rows = cursor.fetchall()
+        cursor.execute(_REDACT_PACKS, values)
+        packs = cursor.rowcount
     gone = sorted({str(row[0]) for row in rows})  # the queries whose text went
-    return len(rows), {"term_prints": sorted(map(term_print, exclusive)), "queries": gone}
+    counts = {"query_texts_redacted": len(rows), "pack_queries_redacted": packs}
+    return counts, {"term_prints": sorted(map(term_print, exclusive)), "queries": gone}
 
 
 # The logged query texts of a workspace up to a time, each once: its hits, whether one
@@ -142,3 +156,32 @@ def search_log_residue(tombstone: Tombstone) -> list[str]:
     erased = {term for term in {t for row in rows for t in row[2]} if term_print(term) in prints}
     found = [pk for ids, redacted, terms in rows if redacted or erased & set(terms) for pk in ids]
     return [str(pk) for pk in sorted(found)[:20]]
+
+
+def pack_query_residue(tombstone: Tombstone) -> list[str]:
+    """Kept context packs from before the erasure whose query text still holds an
+    erased term (ids, at most 20)."""
+    prints = set(tombstone.cleanup.get("term_prints", []))
+    if not prints:
+        return []
+    packs = ContextPack.objects.filter(
+        group_id=tombstone.group_id, created_at__lte=tombstone.created_at
+    ).exclude(query_text=REDACTED)
+    rows = list(packs.values_list("pk", "query_text"))
+    terms = _lexemes_each([text for _, text in rows])
+    found = [pk for (pk, _), words in zip(rows, terms, strict=True) if prints & words]
+    return [str(pk) for pk in sorted(found)[:20]]
+
+
+_TERMS_EACH = f"""
+    SELECT {_lexemes_of("t.x")} FROM unnest(%s::text[]) WITH ORDINALITY AS t(x, n) ORDER BY n
+"""  # noqa: S608 - a fixed fragment; values are parameters
+
+
+def _lexemes_each(texts: Sequence[str]) -> list[set[str]]:
+    """Each text's terms' fingerprints, in order."""
+    if not texts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_TERMS_EACH, [PUNCTUATION, list(texts)])
+        return [set(map(term_print, row[0] or [])) for row in cursor.fetchall()]

@@ -2,8 +2,9 @@
 
 Real pipeline (Markdown sources), real search (its hits logged), real erasure under RLS.
 A search for a word or a name that only the erased document held leaves that text in
-`SearchHit.query_text`, also on hits of claims that stay; the erasure redacts it, and
-the residual scan looks for it by keyed term fingerprint.
+`SearchHit.query_text`, also on hits of claims that stay, and in the question of a kept
+context pack that cites only what stays; the erasure redacts both, and the residual
+scan looks for them by keyed term fingerprint.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from curation.models import Source, Tombstone
 from curation.tasks import process_outbox
 from retrieval import bootstrap
 from retrieval.domain.query import Query
-from retrieval.models import SearchHit
+from retrieval.models import ContextPack, SearchHit
 from retrieval.services.erasure import erase, erasure_cleanup, erasure_scan
 from tenants import rls
 from tenants.selectors import principal_system
@@ -82,6 +83,50 @@ def searched(tenant_a: Tenant, tmp_path: Path) -> Tenant:
     for text in (MARKER, NAME, UNRELATED):
         assert _search(tenant_a, text), text
     return tenant_a
+
+
+def _kept_pack(tenant: Tenant, question: str, *, pack: int) -> ContextPack:
+    """A kept pack asking `question` that cites only claims that stay (the billing ones)."""
+    admin = tenant.principal(tenant.admin)
+    with rls.tenant_context(admin):
+        kept = list(
+            SearchHit.objects.filter(query_text=UNRELATED).values_list("claim_id", flat=True)
+        )
+        return ContextPack.objects.create(
+            group_id=tenant.workspace.group_id, pack_id=f"00000000-0000-0000-0000-{pack:012d}",
+            query_text=question, as_of=timezone.now(), assembler_version=1, tokenizer="t",
+            token_budget=50, tokens=10, claim_ids=kept[:1], episode_ids=[],
+            text="The billing-api runs on k8s-prod-1.",
+        )  # fmt: skip
+
+
+def _pack_questions(tenant: Tenant) -> dict[int, str]:
+    with rls.tenant_context(principal_system("test", group_ids=[tenant.workspace.group_id])):
+        return dict(ContextPack.objects.values_list("pk", "query_text"))
+
+
+def test_a_kept_pack_citing_what_stays_keeps_no_erased_name_in_its_question(
+    searched: Tenant,
+) -> None:
+    quoting = _kept_pack(searched, f"Does {NAME} use the billing-api?", pack=1)
+    plain = _kept_pack(searched, "Where does the billing-api run?", pack=2)
+
+    tombstone = _erase_source(searched, "visitors")
+
+    assert _pack_questions(searched) == {
+        quoting.pk: "[erased]",  # cited nothing erased: kept, its question redacted
+        plain.pk: "Where does the billing-api run?",
+    }
+    assert tombstone.counts["pack_queries_redacted"] == 1
+    assert _scan(searched, tombstone) == {}
+
+    # The scan is not blind: a question left quoting the name is found.
+    with rls.tenant_context(searched.principal(searched.admin)):
+        ContextPack.objects.filter(pk=plain.pk).update(
+            query_text=f"who is {NAME.lower()}?",
+            created_at=tombstone.created_at - dt.timedelta(minutes=5),
+        )
+    assert _scan(searched, tombstone) == {"pack queries": [str(plain.pk)]}
 
 
 def test_no_logged_query_quotes_erased_content_when_its_source_is_erased(
