@@ -418,6 +418,14 @@ def groups_with_votes(since: dt.datetime) -> list[str]:
         return [group_id for (group_id,) in cursor.fetchall()]
 
 
+def groups_with_packs_before(before: dt.datetime) -> dict[str, int]:
+    """Workspaces holding context packs served before then, with how many, across every
+    group through the system finder `vera_groups_with_packs_before`."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT group_id, packs FROM vera_groups_with_packs_before(%s)", [before])
+        return {group_id: int(packs) for group_id, packs in cursor.fetchall()}
+
+
 def groups_with_golden() -> list[str]:
     """Workspaces with enabled golden queries, through the system finder
     `vera_groups_with_golden`."""

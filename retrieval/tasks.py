@@ -1,13 +1,14 @@
-"""Maintenance-lane jobs: nightly calibration and golden-set evaluation; re-embedding
-after a workspace's embedding model is switched and building knowledge snapshots (every
-minute, from beat).
+"""Maintenance-lane jobs: nightly calibration, golden-set evaluation and the expiry of
+served context packs; re-embedding after a workspace's embedding model is switched and
+building knowledge snapshots (every minute, from beat).
 
 Beat sends them on the schedule in the database (django-celery-beat's PeriodicTask
-rows `retrieval-nightly-calibration` and `retrieval-nightly-evaluation`, created by a
-migration, editable in the admin without a deploy). Each covers every workspace that
-has something to learn from, one workspace at a time, and records a run per workspace
-keyed by the Celery task id: a re-delivered message finds its runs and does not repeat
-them. A workspace whose run is in progress elsewhere is skipped and reported.
+rows `retrieval-nightly-calibration`, `retrieval-nightly-evaluation` and
+`retrieval-nightly-pack-expiry`, created by migrations, editable in the admin without a
+deploy). Each covers every workspace that has something to do, one workspace at a time;
+the learning jobs record a run per workspace keyed by the Celery task id: a re-delivered
+message finds its runs and does not repeat them. A workspace whose run is in progress
+elsewhere is skipped and reported.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from common.jobs import task
 from retrieval import usecases
 from retrieval.domain.evaluation import Floors
 from retrieval.models import CalibrationRun, EvaluationRun, GoldenQuery, WeightSet
-from retrieval.selectors import groups_with_golden, groups_with_votes
+from retrieval.selectors import groups_with_golden, groups_with_packs_before, groups_with_votes
 from retrieval.services.calibration import RunInProgress, calibration_run
+from retrieval.services.context import context_packs_expire
 from retrieval.services.embedding import catch_up_progress
 from retrieval.services.index import groups_to_catch_up
 from retrieval.services.snapshots import snapshots_building
@@ -177,6 +179,28 @@ def snapshots_build(snapshot_id: int | None = None) -> dict[int, str]:
             outcomes[pk] = f"error: {type(error).__name__}: {error}"
         else:
             outcomes[pk] = f"sealed: {built.counts}" if built is not None else "nothing to do"
+    return outcomes
+
+
+@task(name="retrieval.expire_context_packs", acks_late=True)
+def expire_context_packs() -> dict[str, str]:
+    """Nightly: delete the served context packs older than VERA_CONTEXT__PACK_RETENTION_DAYS
+    (0 keeps them), one workspace at a time; what was deleted where."""
+    days = settings.VERA_CONTEXT__PACK_RETENTION_DAYS
+    if days <= 0:
+        return {}
+    before = timezone.now() - dt.timedelta(days=days)
+    outcomes: dict[str, str] = {}
+    for group_id in groups_with_packs_before(before):
+        try:
+            with rls.tenant_context(principal_system("pack-expiry", group_ids=[group_id])):
+                deleted = context_packs_expire(group_id=group_id, before=before)
+        except Exception as error:  # one workspace's failure must not stop the others'
+            logger.exception("expiring the context packs of %s failed", group_id)
+            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
+            continue
+        outcomes[group_id] = f"deleted {deleted} served before {before.isoformat()}"
+        logger.info("context packs of %s: %s", group_id, outcomes[group_id])
     return outcomes
 
 

@@ -238,3 +238,11 @@ def pack_payload(served: ContextPackResult) -> dict[str, Any]:
         "history": [_fact_payload(fact) for fact in whole.history],
         "text": whole.text,
     }
+
+
+def context_packs_expire(*, group_id: str, before: dt.datetime) -> int:
+    """Delete the workspace's served packs kept since before `before` (its retention);
+    how many. Packs are what a caller was given, kept for feedback: nothing is derived
+    from them, so nothing else changes."""
+    deleted, _ = ContextPack.objects.filter(group_id=group_id, created_at__lt=before).delete()
+    return deleted

@@ -161,6 +161,7 @@ CELERY_TASK_ROUTES = {
     "retrieval.index_catch_up": {"queue": "maintenance"},
     "retrieval.snapshots_build": {"queue": "maintenance"},
     "retrieval.flush_provider_usage": {"queue": "maintenance"},
+    "retrieval.expire_context_packs": {"queue": "maintenance"},
 }
 # Beat reads its schedule from the database (django-celery-beat): the entries below are
 # written there at each start; the nightly learning jobs are rows a migration created,
@@ -177,6 +178,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 # --- The learning loop: calibration from votes, golden-set evaluation -----------------
 # Votes on hits logged within this many days are calibration samples.
 VERA_LEARNING__WINDOW_DAYS = env_int("VERA_LEARNING__WINDOW_DAYS", default=30)
+# Served context packs are kept this many days (the caller's question and the facts it
+# was given), then deleted by the nightly `retrieval.expire_context_packs`; 0 keeps them.
+VERA_CONTEXT__PACK_RETENTION_DAYS = env_int("VERA_CONTEXT__PACK_RETENTION_DAYS", default=90)
 # The spec's minimum-sample guard: helpful and unhelpful votes each need this many.
 VERA_LEARNING__MIN_SAMPLES = env_int("VERA_LEARNING__MIN_SAMPLES", default=30)
 # How far a calibration moves from the active weights towards the derived ones (0, 1].
