@@ -430,6 +430,7 @@ class Tombstone(models.Model):
         CLEANING = "cleaning"  # Postgres is done; the graph, store and caches not yet
         COMPLETE = "complete"  # every store cleaned (a residual scan proves it)
         RETRYING = "retrying"  # a store refused; the worker tries again with backoff
+        FAILED = "failed"  # the cleanup job gave up: retry it from the admin (Outbox jobs)
 
     group_id = models.CharField(max_length=40)
     kind = models.CharField(max_length=20)  # "source" | "episode"

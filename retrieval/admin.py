@@ -514,7 +514,8 @@ class GoldenQueryAdmin(admin.ModelAdmin[GoldenQuery]):
 @admin.register(Tombstone)
 class TombstoneAdmin(ReadOnlyAdmin):
     """What remains of each erasure: counts and status, no content. A tombstone left
-    "retrying" shows the store that refused; the action runs the residual scan."""
+    "retrying" or "failed" shows the store that refused (a failed one waits for its dead
+    cleanup job to be retried, under Outbox jobs); the action runs the residual scan."""
 
     list_display = ["created_at", "kind", "target_id", "group_id", "actor", "reason", "status",
                     "attempts", "last_error"]  # fmt: skip

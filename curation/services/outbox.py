@@ -37,6 +37,19 @@ Handler = Callable[[OutboxJob], None]
 # Does for a list of jobs exactly what their handlers would do one by one, in one go
 # (one transaction): e.g. one bulk index write for many claims.
 BatchHandler = Callable[[list[OutboxJob]], None]
+
+
+class JobFailed(Exception):
+    """A handler's failure with something to record once the job's own work is rolled
+    back: `record(final)` runs in the job's transaction after its savepoint is undone
+    (so what it writes stays), told whether that was the job's last attempt."""
+
+    def __init__(self, cause: Exception, record: Callable[[bool], None]) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+        self.record = record
+
+
 # Called after a transaction that enqueued urgent work commits: the composition root
 # wakes the interactive lane's worker, which takes only urgent jobs.
 Notifier = Callable[[Priority], None]
@@ -174,12 +187,15 @@ def _run(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:
 
 
 def _attempt(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:
+    failed: JobFailed | None = None
     if handler is None:
         error = f"no handler for job kind {job.kind!r} of consumer {job.consumer!r}"
     else:
         try:
             with transaction.atomic():
                 handler(job)
+        except JobFailed as exc:
+            error, failed = str(exc), exc
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         else:
@@ -197,8 +213,20 @@ def _attempt(job: OutboxJob, handler: Handler | None, max_attempts: int) -> str:
         )  # fmt: skip
     else:
         job.available_at = timezone.now() + retry_delay(job.attempts)
+    if failed is not None:
+        _record_failure(job, failed)
     job.save(update_fields=["attempts", "last_error", "status", "available_at"])
     return "dead" if job.status == OutboxJob.Status.DEAD else "retry"
+
+
+def _record_failure(job: OutboxJob, failed: JobFailed) -> None:
+    """The handler's own record of its failure; its failing is logged, never lets the
+    job go unrecorded."""
+    try:
+        with transaction.atomic():
+            failed.record(job.status == OutboxJob.Status.DEAD)
+    except Exception:
+        logger.exception("recording the failure of outbox job %s (%s) failed", job.pk, job.kind)
 
 
 def _context(principal: Principal | None) -> AbstractContextManager[object]:

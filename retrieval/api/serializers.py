@@ -162,7 +162,7 @@ class TombstoneSerializer(serializers.Serializer[Any]):
     actor = serializers.CharField()
     reason = serializers.CharField()
     counts = serializers.DictField(help_text="what was destroyed, by kind")
-    status = serializers.CharField(help_text="cleaning | complete | retrying")
+    status = serializers.CharField(help_text="cleaning | complete | retrying | failed")
     attempts = serializers.IntegerField()
     last_error = serializers.CharField()
     created_at = serializers.DateTimeField()

@@ -21,19 +21,21 @@ caller runs the cleanup at once (graph edges, the raw bytes in the object store,
 cached embeddings of the erased texts) and retires the job; if the process dies in
 between, a worker runs the same idempotent cleanup when the job becomes visible. A
 store that refuses leaves the tombstone "retrying" with the error, and the outbox
-retries with backoff. `erasure_scan` proves nothing remains.
+retries with backoff ("failed" once the job has used its attempts, until an admin
+retries it). `erasure_scan` proves nothing remains.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from common.errors import PermissionDenied
@@ -52,6 +54,7 @@ from curation.models import (
 )
 from curation.ports import GraphProjection, ObjectStore
 from curation.services.lifecycle import claims_forget, claims_project
+from curation.services.outbox import JobFailed
 from retrieval.models import (
     CompanionVector,
     ContextPack,
@@ -327,25 +330,27 @@ def erasure_cleanup(
 ) -> None:
     """Remove what the erasure left outside Postgres; idempotent, so it may run twice.
 
-    Marks the tombstone complete; a store that refuses marks it "retrying" with the
-    error (committed) and raises, so the outbox job is retried with backoff.
+    Marks the tombstone complete. What a store raises propagates: the caller records it
+    on the tombstone once its attempt is rolled back (`erasure_cleanup_failed`).
     """
     plan = tombstone.cleanup
-    try:
-        graph.remove_claims(list(plan.get("claims", [])))
-        for key in plan.get("objects", []):
-            store.delete(key)
-        for cache in _caches(tombstone.group_id, catalog):
-            cache.forget(list(plan.get("cache_keys", [])))
-    except Exception as error:
-        Tombstone.objects.filter(pk=tombstone.pk).update(
-            status=Tombstone.Status.RETRYING, attempts=tombstone.attempts + 1,
-            last_error=f"{type(error).__name__}: {error}"[:2000],
-        )  # fmt: skip
-        raise
+    graph.remove_claims(list(plan.get("claims", [])))
+    for key in plan.get("objects", []):
+        store.delete(key)
+    for cache in _caches(tombstone.group_id, catalog):
+        cache.forget(list(plan.get("cache_keys", [])))
     Tombstone.objects.filter(pk=tombstone.pk).update(
-        status=Tombstone.Status.COMPLETE, attempts=tombstone.attempts + 1, last_error="",
+        status=Tombstone.Status.COMPLETE, attempts=F("attempts") + 1, last_error="",
         completed_at=timezone.now(),
+    )  # fmt: skip
+
+
+def erasure_cleanup_failed(tombstone: Tombstone, error: Exception, *, final: bool) -> None:
+    """Say on the tombstone why its cleanup failed: "retrying" (the outbox tries again
+    with backoff) or, after the last attempt, "failed" (until an admin retries the job)."""
+    Tombstone.objects.filter(pk=tombstone.pk).exclude(status=Tombstone.Status.COMPLETE).update(
+        status=Tombstone.Status.FAILED if final else Tombstone.Status.RETRYING,
+        attempts=F("attempts") + 1, last_error=f"{type(error).__name__}: {error}"[:2000],
     )  # fmt: skip
 
 
@@ -354,12 +359,13 @@ def erasure_cleanup_now(
 ) -> bool:
     """The request's own cleanup, right after commit; retires the queued job if it worked.
 
-    False (the job stays for the worker) if a store refused.
+    False (the job stays for the worker, the tombstone says why) if a store refused.
     """
     try:
         with transaction.atomic():
             erasure_cleanup(tombstone, graph=graph, store=store, catalog=catalog)
-    except Exception:
+    except Exception as error:
+        erasure_cleanup_failed(tombstone, error, final=False)
         return False
     OutboxJob.objects.filter(
         kind=ERASURE_CLEANUP, payload__tombstone_id=tombstone.pk, status=OutboxJob.Status.PENDING
@@ -370,11 +376,20 @@ def erasure_cleanup_now(
 def erasure_cleanup_job(
     job: OutboxJob, *, graph: GraphProjection, store: ObjectStore, catalog: EmbedderCatalog
 ) -> None:
-    """Outbox handler: the cleanup of the job's tombstone (if the request did not finish it)."""
+    """Outbox handler: the cleanup of the job's tombstone (if the request did not finish
+    it); a failure is recorded on the tombstone after the attempt is rolled back."""
     tombstone = Tombstone.objects.filter(pk=job.payload["tombstone_id"]).first()
     if tombstone is None or tombstone.status == Tombstone.Status.COMPLETE:
         return
-    erasure_cleanup(tombstone, graph=graph, store=store, catalog=catalog)
+    try:
+        erasure_cleanup(tombstone, graph=graph, store=store, catalog=catalog)
+    except Exception as error:
+        record = functools.partial(_record_failure, tombstone, error)
+        raise JobFailed(error, record) from error
+
+
+def _record_failure(tombstone: Tombstone, error: Exception, final: bool) -> None:
+    erasure_cleanup_failed(tombstone, error, final=final)
 
 
 @dataclass(frozen=True)
