@@ -565,6 +565,14 @@ def sources_due(*, now: dt.datetime) -> list[tuple[int, str]]:
     return [(source_id, group) for source_id, group in due if group not in archived]
 
 
+def reprocessings_stale(*, before: dt.datetime) -> list[tuple[int, str]]:
+    """(id, group) of every running reprocessing run last advanced before then, across
+    every group (system finder `vera_reprocessings_stale`)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, group_id FROM vera_reprocessings_stale(%s)", [before])
+        return [(run_id, group_id) for run_id, group_id in cursor.fetchall()]
+
+
 def outbox_dead_letters() -> dict[Consumer, int]:
     """Each consumer's dead jobs (out of attempts) across every group: one count over
     their partial index through the system finder `vera_outbox_dead_letters`."""

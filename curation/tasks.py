@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 
 from django.conf import settings
@@ -12,10 +13,13 @@ from django.utils import timezone
 from common.jobs import task
 from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
 from curation.models import Reprocessing, Source
-from curation.selectors import sources_due
+from curation.selectors import reprocessings_stale, sources_due
 from curation.services.backpressure import ingest_pressure
+from curation.services.reprocess import reprocess_reclaim
 from curation.usecases import ingest_now, outbox_drain, reprocess_begin, reprocess_now
+from tenants import rls
 from tenants.domain.access import Principal
+from tenants.selectors import principal_system
 
 logger = logging.getLogger(__name__)
 OUTBOX_BATCHES_PER_RUN = 20
@@ -61,6 +65,25 @@ def reprocess_enqueue(
     run_id, group_id = run.pk, run.group_id
     transaction.on_commit(lambda: reprocess_source.delay(run_id=run_id, group_id=group_id))
     return run, True
+
+
+@task(name="curation.resume_reprocessing")
+def resume_reprocessing() -> list[int]:
+    """Every five minutes: send again the reprocessing runs still "running" that nobody
+    has advanced for VERA_REPROCESS__STALE_AFTER_S (a worker killed, a message lost), so
+    a run the portal shows as running is being worked. Found across every group by a
+    system finder; each is reclaimed in its group's context, so one sweep sends it once.
+    Two workers on one run take its batches in turn (each batch locks the run)."""
+    before = timezone.now() - dt.timedelta(seconds=settings.VERA_REPROCESS__STALE_AFTER_S)
+    resumed = []
+    for run_id, group_id in reprocessings_stale(before=before):
+        with rls.tenant_context(principal_system("reprocess", group_ids=[group_id])):
+            if not reprocess_reclaim(run_id=run_id, before=before):
+                continue
+        reprocess_source.delay(run_id=run_id, group_id=group_id)
+        logger.warning("reprocessing run %s had not moved since %s: sent again", run_id, before)
+        resumed.append(run_id)
+    return resumed
 
 
 @task(name="curation.schedule_sources")

@@ -24,6 +24,7 @@ version is skipped, so running again changes nothing. Start and end are audited.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from collections import Counter
@@ -181,6 +182,24 @@ def reprocess_run(
                 return _finished(run, actor, status=Reprocessing.Status.FAILED)
         if on_batch is not None:
             on_batch(run)
+
+
+def reprocess_reclaim(*, run_id: int, before: dt.datetime) -> bool:
+    """Take over a running run last advanced before `before` (its worker is gone): mark it
+    advanced now and count the resumption, so that one sweep, and only one, sends it
+    again. False when it moved on since, or ended."""
+    with transaction.atomic():
+        run = (
+            Reprocessing.objects.select_for_update()
+            .filter(pk=run_id, status=Reprocessing.Status.RUNNING, updated_at__lt=before)
+            .first()
+        )
+        if run is None:
+            return False
+        run.counts = {**run.counts, "resumed": int(run.counts.get("resumed", 0)) + 1}
+        run.updated_at = timezone.now()
+        run.save(update_fields=["counts", "updated_at"])
+        return True
 
 
 def _finished(run: Reprocessing, actor: Principal, *, status: str) -> Reprocessing:

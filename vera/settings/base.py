@@ -155,6 +155,7 @@ CELERY_TASK_ROUTES = {
     "curation.ingest_source": {"queue": "ingest"},
     "curation.reprocess_source": {"queue": "ingest"},
     "curation.schedule_sources": {"queue": "maintenance"},
+    "curation.resume_reprocessing": {"queue": "maintenance"},
     "vera.check_health": {"queue": "maintenance"},
     "retrieval.calibrate_workspaces": {"queue": "maintenance"},
     "retrieval.evaluate_workspaces": {"queue": "maintenance"},
@@ -273,6 +274,14 @@ VERA_ONTOLOGY__FUNCTIONAL_PREDICATES = env_list("VERA_ONTOLOGY__FUNCTIONAL_PREDI
 CELERY_BEAT_SCHEDULE["curation-schedule-sources"] = {
     "task": "curation.schedule_sources",
     "schedule": 60.0,
+}
+# A reprocessing run nobody has advanced for this long (its worker died, its message was
+# lost) is sent to a worker again; a live run commits a batch far more often.
+VERA_REPROCESS__STALE_AFTER_S = env_int("VERA_REPROCESS__STALE_AFTER_S", default=900)
+CELERY_BEAT_SCHEDULE["curation-resume-reprocessing"] = {
+    "task": "curation.resume_reprocessing",
+    "schedule": 300.0,
+    "options": {"expires": 300.0},
 }
 # Each outbox consumer drains on its own beat entry, so a slow or down graph never holds
 # up the search index (and the other way round).
