@@ -94,7 +94,8 @@ class EpisodeStatus(models.TextChoices):
 
 EPISODE_CONTENT_FIELDS = (
     "source", "external_id", "url", "title", "content_hash", "object_key", "mime",
-    "size", "fetched_at", "group_id", "record_fields", "record_updated_at",
+    "size", "fetched_at", "group_id", "record_fields", "record_updated_at", "version_from",
+    "location",
 )  # fmt: skip
 
 
@@ -115,6 +116,11 @@ class Episode(models.Model):
     # structured fields (CMDB, Jira) and when the source says it was last updated.
     record_fields = models.JSONField(default=dict, blank=True)
     record_updated_at = models.DateTimeField(null=True, blank=True)
+    # A version of its item's history (a row of a history export) is in effect from this
+    # instant until the item's next version; null for an artifact's plain revision.
+    version_from = models.DateTimeField(null=True, blank=True)
+    # Where in what was fetched the record was read ("line 3"), for its citation.
+    location = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=20, choices=EpisodeStatus.choices)
     failure_reason = models.TextField(blank=True)
     claims_count = models.PositiveIntegerField(default=0)

@@ -277,7 +277,7 @@ def attach_current_values(claims: list[Claim]) -> list[Claim]:
     keys = {
         (claim.subject_id, claim.predicate) for claim in claims if claim.predicate in functional
     }
-    current: dict[tuple[int, str], tuple[str, str]] = {}
+    current: dict[tuple[int, str], tuple[str, str, dt.datetime]] = {}
     if keys:
         condition = Q()
         for subject_id, predicate in keys:
@@ -285,13 +285,21 @@ def attach_current_values(claims: list[Claim]) -> list[Claim]:
         rows = (
             Claim.objects.filter(condition, status=ClaimStatus.PUBLISHED)
             .order_by("valid_from")
-            .values_list("subject_id", "predicate", "object_key", "fact_text")
+            .values_list("subject_id", "predicate", "object_key", "fact_text", "valid_from")
         )
-        current = {(subject, predicate): (key, fact) for subject, predicate, key, fact in rows}
+        current = {(subject, pred): (key, fact, since) for subject, pred, key, fact, since in rows}
     for claim in claims:
-        key, fact = current.get((claim.subject_id, claim.predicate), (claim.object_key, None))
+        now = current.get((claim.subject_id, claim.predicate))
+        # A claim that ended (a history version's) or began before the current value goes
+        # into the history when published: it supersedes nothing, so no conflict is shown.
+        replaces = (
+            now is not None
+            and now[0] != claim.object_key
+            and claim.valid_to is None
+            and claim.valid_from >= now[2]
+        )
         # An attribute for the queue template only, not a field of Claim.
-        claim.current_fact = fact if key != claim.object_key else None  # type: ignore[attr-defined]
+        claim.current_fact = now[1] if replaces and now else None  # type: ignore[attr-defined]
     return claims
 
 

@@ -80,8 +80,8 @@ class EpisodeSerializer(serializers.ModelSerializer[Episode]):
     class Meta:
         model = Episode
         fields = ["id", "group_id", "source", "external_id", "url", "title", "content_hash",
-                  "mime", "size", "fetched_at", "status", "failure_reason",
-                  "claims_count"]  # fmt: skip
+                  "mime", "size", "fetched_at", "version_from", "location", "status",
+                  "failure_reason", "claims_count"]  # fmt: skip
 
 
 class EvidenceSerializer(serializers.ModelSerializer[Evidence]):
@@ -90,10 +90,13 @@ class EvidenceSerializer(serializers.ModelSerializer[Evidence]):
     source = serializers.CharField(source="episode.source.name")  # type: ignore[assignment]
     external_id = serializers.CharField(source="episode.external_id")
     url = serializers.CharField(source="episode.url")
+    # Where in the fetched artifact the record was read ("line 3" of an export), or "".
+    location = serializers.CharField(source="episode.location")
 
     class Meta:
         model = Evidence
-        fields = ["episode", "source", "external_id", "url", "start", "end", "snippet"]
+        fields = ["episode", "source", "external_id", "url", "location", "start", "end",
+                  "snippet"]  # fmt: skip
 
 
 # A claim's object: another entity, or a literal value.
@@ -142,7 +145,8 @@ _CLAIM_COLUMNS = ("id", "group_id", "predicate", "fact_text", "confidence", "ver
                   "object_entity_id", "object_literal", "subject__canonical_name",
                   "object_entity__canonical_name")  # fmt: skip
 _EVIDENCE_COLUMNS = ("claim_id", "episode_id", "episode__source__name", "episode__external_id",
-                     "episode__url", "start", "end", "snippet")  # fmt: skip
+                     "episode__url", "episode__location", "start", "end",
+                     "snippet")  # fmt: skip
 
 
 def claims_data(claims: QuerySet[Claim]) -> dict[int, dict[str, Any]]:
@@ -197,6 +201,7 @@ def claims_data(claims: QuerySet[Claim]) -> dict[int, dict[str, Any]]:
             "source": row["episode__source__name"],
             "external_id": row["episode__external_id"],
             "url": row["episode__url"],
+            "location": row["episode__location"],
             "start": row["start"],
             "end": row["end"],
             "snippet": row["snippet"],

@@ -17,6 +17,11 @@ class SourceRecord:
     `external_id` is stable for the artifact across fetches (a path, a page id, an
     issue key, a message ts); `fields` carries structured data (CMDB or Jira fields)
     that a structured extractor turns into claims without a model.
+
+    `version_from`: the record is one version of its item's history (a row of a history
+    export), in effect from this instant until the item's next version; None for a
+    record that is simply the artifact's current form. `location`: where in what was
+    fetched the record was read ("line 3"), for its citation.
     """
 
     external_id: str
@@ -26,6 +31,8 @@ class SourceRecord:
     title: str = ""
     updated_at: dt.datetime | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    version_from: dt.datetime | None = None
+    location: str = ""
 
 
 @dataclass(frozen=True)

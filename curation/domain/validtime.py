@@ -112,6 +112,16 @@ def written_date(text: str) -> dt.datetime | None:
         return None
 
 
+def field_instant(value: object) -> dt.datetime | None:
+    """The instant a structured record's validity field holds (an ISO 8601 date or
+    date-time, or a written date such as "March 2021"); None if it holds none. Connectors
+    that order an item's history and the extractor that dates its claims read it alike."""
+    if value is None or isinstance(value, bool) or value == "":
+        return None
+    raw = str(value)
+    return parse_instant(raw) or written_date(raw)
+
+
 def stated_validity(sentence: str) -> Stated:
     """When a sentence says its fact held: "since 2019", "as of 2022", "from March 2021 to
     June 2023", "until 2020". An end is where the named period begins (the fact is not

@@ -79,6 +79,8 @@ def claim_record(
     )
     if decision.status is ClaimStatus.PUBLISHED:
         recorded = claim_publish(claim, judge=judge)
+    elif (waiting := _waiting_version_of(claim, episode)) is not None:
+        recorded = waiting  # the item's earlier version queued it: one queue entry
     else:
         claim.save()
         recorded = claim
@@ -100,8 +102,23 @@ def claim_record(
         end=end,
         snippet=new.snippet,
     )
-    if recorded is not claim:
+    if recorded is not claim and recorded.status == ClaimStatus.PUBLISHED:
         # A re-confirmation: the live claim gained a citation (its graph edge lists its
         # episodes, its index text its snippets), so both projections are refreshed.
         claims_project(recorded.group_id, [recorded.pk], priority=Priority.BULK)
     return recorded
+
+
+def _waiting_version_of(claim: Claim, episode: Episode) -> Claim | None:
+    """The waiting claim an earlier version of the episode's item queued with the same
+    subject, predicate and value, still open: a history export queues each fact once,
+    cited by every version that says it (None for a plain record, or none such)."""
+    if episode.version_from is None:
+        return None
+    same = Claim.objects.filter(
+        group_id=claim.group_id, source=claim.source, subject=claim.subject,
+        predicate=claim.predicate, object_key=claim.object_key, status=claim.status,
+        valid_to__isnull=True, valid_from__lte=claim.valid_from,
+        evidence__episode__external_id=episode.external_id,
+    )  # fmt: skip
+    return same.order_by("-valid_from", "-pk").first()

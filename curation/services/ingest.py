@@ -43,6 +43,7 @@ from curation.ports import (
 )
 from curation.services.claims import NewClaim, claim_record
 from curation.services.entities import entity_resolve
+from curation.services.history import version_settle
 from curation.services.identities import Identity
 from curation.services.lifecycle import claims_supersede
 from tenants import rls
@@ -334,7 +335,10 @@ def _process(
     )
     with claims_span:
         counts = extracted_record(source, episode, found, judge=adapters.contradiction)
-    _supersede_previous_revision(source, episode)
+    if episode.version_from is not None:
+        version_settle(source=source, episode=episode)  # one version of the item's history
+    else:
+        _supersede_previous_revision(source, episode)
     return counts
 
 
@@ -427,6 +431,8 @@ def _ingest_record(
                 fetched_at=timezone.now(),
                 record_fields=json_safe(record.fields),
                 record_updated_at=record.updated_at,
+                version_from=record.version_from,
+                location=record.location[:100],
                 status=EpisodeStatus.STORED,
                 extractor_version=extraction_version(adapters.extractors),
             )

@@ -309,6 +309,39 @@ def claims_supersede(claims: QuerySet[Claim], *, at: dt.datetime, reason: str) -
         return ended
 
 
+@transaction.atomic(savepoint=False)
+def claims_end(claims: QuerySet[Claim], *, at: dt.datetime, reason: str) -> list[int]:
+    """End these claims' intervals at `at` (never before they began): an item's history
+    says they stopped holding then. A published claim is superseded; a superseded one
+    that ran past `at` is cut there; a waiting one keeps waiting with its interval, so a
+    reviewer decides on it as history, unless the interval is empty (it never held), and
+    then it leaves the queue as superseded. Returns the ids of the claims changed."""
+    with _writing():
+        changed: list[int] = []
+        projected: list[int] = []
+        group_id = ""
+        standing = claims.filter(status__in=RETRACTABLE)  # decided ones stay as decided
+        for claim in standing.select_for_update().order_by("pk"):
+            end = max(at, claim.valid_from)
+            if claim.valid_to is not None and claim.valid_to <= end:
+                continue  # it ended there or before already
+            claim.valid_to = end
+            fields = ["valid_to"]
+            if claim.status == ClaimStatus.PUBLISHED or end == claim.valid_from:
+                if claim.status in (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED):
+                    projected.append(claim.pk)
+                claim.status = ClaimStatus.SUPERSEDED
+                claim.status_reason = reason[:200]
+                fields += ["status", "status_reason"]
+            elif claim.status == ClaimStatus.SUPERSEDED:
+                projected.append(claim.pk)
+            _save(claim, fields)
+            changed.append(claim.pk)
+            group_id = claim.group_id
+        claims_project(group_id, projected, priority=Priority.BULK)
+        return changed
+
+
 def _restore_superseded(gone: list[int]) -> list[int]:
     """Make current again what these claims (retracted, or about to be erased) had
     superseded, unless replaced since; returns the claims restored."""

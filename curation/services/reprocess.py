@@ -41,6 +41,7 @@ from curation.domain.sources import AGENT_KIND, ConnectorKind
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Reprocessing, Source
 from curation.services.claims import object_key
+from curation.services.history import version_settle
 from curation.services.ingest import (
     EntityCache,
     Extracted,
@@ -82,9 +83,15 @@ def _due(run: Reprocessing) -> QuerySet[Episode]:
         source_id=OuterRef("source_id"), external_id=OuterRef("external_id"),
         pk__gt=OuterRef("pk"), status__in=[EpisodeStatus.PROCESSED, EpisodeStatus.RETRACTED],
     )  # fmt: skip
+    # Each version of an item's history is current in its own period: only a later
+    # reading of the same version, or a plain revision, replaces it.
+    replaced = newer.filter(Q(version_from=OuterRef("version_from")) | Q(version_from__isnull=True))
     due = Episode.objects.filter(
         source_id=run.source_id, status=EpisodeStatus.PROCESSED, pk__gt=run.cursor
-    ).exclude(Exists(newer))
+    ).filter(
+        (Q(version_from__isnull=True) & ~Exists(newer))
+        | (Q(version_from__isnull=False) & ~Exists(replaced))
+    )
     if not run.everything:
         due = due.exclude(extractor_version=run.version)
     return due.order_by("pk")
@@ -238,6 +245,7 @@ def _stored_record(source: Source, episode: Episode, data: bytes) -> SourceRecor
     return SourceRecord(
         external_id=episode.external_id, content=data, mime=episode.mime, url=episode.url,
         title=episode.title, updated_at=episode.record_updated_at, fields=fields,
+        version_from=episode.version_from, location=episode.location,
     )  # fmt: skip
 
 
@@ -345,6 +353,9 @@ def _reconcile(
     counts.update({f"new {status}": n for status, n in recorded.items()})
     gone = [claim for claim in cited if claim.pk not in kept and claim.status in _STANDING]
     counts.update(_vanished(source, episode, run, gone))
+    if episode.version_from is not None and new:
+        # What this version newly says ends where the item's next version stops saying it.
+        counts["ended by history"] += len(version_settle(source=source, episode=episode))
     episode.extractor_version = run.version
     episode.claims_count = Evidence.objects.filter(episode=episode).count()
     episode.save(update_fields=["extractor_version", "claims_count"])

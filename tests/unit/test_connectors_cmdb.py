@@ -54,6 +54,7 @@ def test_csv_row_becomes_a_record_when_it_is_complete(tmp_path: Path) -> None:
         mime="application/json",
         title="db1",
         fields=fields,
+        location="line 2",
     )
 
 
@@ -94,7 +95,84 @@ def test_row_without_an_id_fails_when_the_id_cell_is_blank(tmp_path: Path) -> No
 
 def test_repeated_id_fails_when_an_item_appears_twice(tmp_path: Path) -> None:
     items = _items(_export(tmp_path, "cmdb.csv", CSV + "srv-1,dup,server,,\n"))
-    assert _failures(items) == ["line 4 repeats id 'srv-1' (first on line 2)"]
+    assert _failures(items) == [
+        "line 4 repeats id 'srv-1' (first on line 2); "
+        "set valid_from_field to read the rows of one 'id' as its history"
+    ]
+
+
+# --- History exports (one id, several periods) -----------------------------------------------
+
+HISTORY = (
+    "id,name,manager,since\n"
+    "E1,Noah Dubois,Ana,2023-01-01\n"
+    "E2,Mai Tran,Ana,2020-05-01\n"
+    "E1,Noah Dubois,Ben,2019-01-01\n"
+    "E1,Noah Dubois,Cy,2021-06-01\n"
+)
+
+
+def _versions(items: list[SourceRecord | RecordFailure]) -> list[tuple[str, str, str]]:
+    return [
+        (item.external_id, item.location, f"{item.version_from:%Y-%m-%d}")
+        for item in items
+        if isinstance(item, SourceRecord) and item.version_from is not None
+    ]
+
+
+def test_rows_of_one_id_are_read_in_valid_time_order_when_a_valid_from_field_is_set(
+    tmp_path: Path,
+) -> None:
+    items = _items(_export(tmp_path, "hr.csv", HISTORY), valid_from_field="Since")
+    assert _failures(items) == []
+    assert _versions(items) == [
+        ("E1", "line 4", "2019-01-01"),
+        ("E1", "line 5", "2021-06-01"),
+        ("E1", "line 2", "2023-01-01"),
+        ("E2", "line 3", "2020-05-01"),
+    ]
+
+
+def test_a_row_repeating_id_and_instant_fails_alone_when_the_export_is_a_history(
+    tmp_path: Path,
+) -> None:
+    text = HISTORY + "E1,Noah Dubois,Dee,2021-06-01\n"
+    items = _items(_export(tmp_path, "hr.csv", text), valid_from_field="since")
+    assert _failures(items) == [
+        "line 6 repeats id 'E1' and since 2021-06-01T00:00:00+00:00 (first on line 5): "
+        "one item has one version per instant"
+    ]
+    assert [item.external_id for item in items if isinstance(item, RecordFailure)] == ["E1@line 6"]
+    assert len(_versions(items)) == 4
+
+
+def test_a_history_row_without_a_readable_instant_fails_when_its_id_has_several_rows(
+    tmp_path: Path,
+) -> None:
+    text = HISTORY + "E1,Noah Dubois,Dee,soon\nE1,Noah Dubois,Eve,\nE3,Solo,Fay,someday\n"
+    items = _items(_export(tmp_path, "hr.csv", text), valid_from_field="since")
+    assert _failures(items) == [
+        "line 6 has since 'soon', which is not a date, and id 'E1' has 5 rows (a history): "
+        "a row without its instant cannot be placed in it",
+        "line 7 has no 'since' value, and id 'E1' has 5 rows (a history): "
+        "a row without its instant cannot be placed in it",
+    ]
+    # A lone row keeps the extractor's rule: its record's time, and a note.
+    solo = next(item for item in items if item.external_id == "E3")
+    assert isinstance(solo, SourceRecord)
+    assert solo.version_from is None
+
+
+def test_json_lines_history_reads_its_versions_when_the_field_is_nested_case(
+    tmp_path: Path,
+) -> None:
+    lines = [
+        {"id": "svc", "host": "k8s-2", "Valid_From": "2024-02-01"},
+        {"id": "svc", "host": "k8s-1", "Valid_From": "2023-02-01"},
+    ]
+    text = "\n".join(json.dumps(line) for line in lines)
+    items = _items(_export(tmp_path, "cmdb.jsonl", text), valid_from_field="valid_from")
+    assert _versions(items) == [("svc", "line 2", "2023-02-01"), ("svc", "line 1", "2024-02-01")]
 
 
 def test_configured_id_field_names_the_items_when_set(tmp_path: Path) -> None:

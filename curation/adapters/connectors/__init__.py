@@ -41,7 +41,8 @@ def _markdown(config: Config, _: str, policy: SourcePolicy) -> Connector:
 
 
 def _cmdb(config: Config, _: str, policy: SourcePolicy) -> Connector:
-    options = _options(config, "id_field", "page_size")
+    # The valid-from field orders an item's rows into its history (the extractor dates them).
+    options = _options(config, "id_field", "page_size", "valid_from_field")
     return CmdbExportConnector(Path(config["path"]), policy=policy, **options)
 
 

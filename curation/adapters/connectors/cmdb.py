@@ -6,11 +6,17 @@ whole file again rather than claiming rows it never yielded. The file is read on
 parsed before anything is yielded, so a file that is rewritten during a run, or that
 does not parse, never produces half a run. With a SourcePolicy the file, symlinks
 resolved, must lie within an allowed file root, and the resolved path is what is read.
+
+With `valid_from_field` set, rows that share an id and differ in that field's instant
+are versions of one item (a history export), yielded together in valid-time order
+whatever their order in the file; which rows fail and why is `curation.domain.history`'s
+rule. Each record says where it was read ("line 3", "item 4").
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import hashlib
 import io
 import json
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from curation.domain.errors import ConnectorError
+from curation.domain.history import Row, reading_order
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
 from curation.domain.source_policy import SourcePolicy, file_refusal
 from kernel.jsonbounds import loads_bounded
@@ -144,6 +151,7 @@ class CmdbExportConnector:
         id_field: str = "id",
         page_size: int = 1000,
         policy: SourcePolicy | None = None,
+        valid_from_field: str | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -151,6 +159,8 @@ class CmdbExportConnector:
         self._policy = policy
         self._id_field = id_field
         self._page_size = page_size
+        # Matched as the structured extractor matches it: trimmed, case-insensitive.
+        self._valid_from_field = (valid_from_field or "").strip().lower() or None
 
     def __repr__(self) -> str:
         return f"CmdbExportConnector({str(self._path)!r})"
@@ -161,8 +171,7 @@ class CmdbExportConnector:
         digest = hashlib.sha256(data).hexdigest()
         if cursor == digest:
             return
-        seen: dict[str, str] = {}
-        items = [self._item(row, seen) for row in self._rows(data)]
+        items = self._items(self._rows(data))
         starts = range(0, len(items), self._page_size)
         for start in starts or [0]:
             last = start + self._page_size >= len(items)
@@ -203,18 +212,53 @@ class CmdbExportConnector:
             return csv_rows(text, id_field=self._id_field)
         return json_rows(text)
 
-    def _item(self, row: _Row, seen: dict[str, str]) -> Item:
-        if row.values is None:
-            return RecordFailure(row.where, row.problem, content=row.raw)
-        fields = normalised(row.values)
-        identifier = _identifier(fields.get(self._id_field))
-        if identifier is None:
-            reason = f"{row.where} has no usable {self._id_field!r} value"
-            return RecordFailure(row.where, reason, content=row.raw)
-        if identifier in seen:
-            reason = f"{row.where} repeats id {identifier!r} (first on {seen[identifier]})"
-            return RecordFailure(f"{identifier}@{row.where}", reason, content=row.raw)
-        seen[identifier] = row.where
+    def _items(self, rows: list[_Row]) -> list[Item]:
+        """Every row as a record or a failure, in reading order: file order, except that
+        an item's rows are read together, its versions in valid-time order."""
+        slots: list[Item | list[Item]] = []
+        groups: dict[str, list[Item]] = {}
+        read: list[tuple[_Row, dict[str, Any], str]] = []
+        for row in rows:
+            if row.values is None:
+                slots.append(RecordFailure(row.where, row.problem, content=row.raw))
+                continue
+            fields = normalised(row.values)
+            identifier = _identifier(fields.get(self._id_field))
+            if identifier is None:
+                reason = f"{row.where} has no usable {self._id_field!r} value"
+                slots.append(RecordFailure(row.where, reason, content=row.raw))
+                continue
+            if identifier not in groups:
+                groups[identifier] = []
+                slots.append(groups[identifier])  # the item is read where it first appears
+            read.append((row, fields, identifier))
+        dated = [Row(ident, row.where, self._valid_from(fields)) for row, fields, ident in read]
+        order = reading_order(
+            dated, valid_from_field=self._valid_from_field, id_field=self._id_field
+        )
+        for placed in order:
+            row, fields, identifier = read[placed.index]
+            if placed.refusal:
+                failure_id = f"{identifier}@{row.where}"
+                item: Item = RecordFailure(failure_id, placed.refusal, content=row.raw)
+            else:
+                item = self._record(row, fields, identifier, placed.version_from)
+            groups[identifier].append(item)
+        return [each for slot in slots for each in (slot if isinstance(slot, list) else [slot])]
+
+    def _valid_from(self, fields: Mapping[str, Any]) -> object:
+        if self._valid_from_field is None:
+            return None
+        wanted = self._valid_from_field
+        return next((v for k, v in fields.items() if k.lower() == wanted), None)
+
+    def _record(
+        self,
+        row: _Row,
+        fields: dict[str, Any],
+        identifier: str,
+        version_from: dt.datetime | None,
+    ) -> Item:
         try:
             content = json.dumps(
                 fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
@@ -229,4 +273,6 @@ class CmdbExportConnector:
             mime="application/json",
             title=name if isinstance(name, str) else identifier,
             fields=fields,
+            version_from=version_from,
+            location=row.where,
         )

@@ -11,7 +11,7 @@ from typing import Any
 
 from curation.domain.extraction.base import to_predicate, unique
 from curation.domain.records import PREDICATE_PATTERN, ExtractedClaim, SourceRecord
-from curation.domain.validtime import parse_instant, written_date
+from curation.domain.validtime import field_instant
 
 DEFAULT_CMDB_MAPPING: Mapping[str, str] = {
     "host": "RUNS_ON",
@@ -295,7 +295,7 @@ class StructuredExtractor:
             raw = fields.get(key) if key else None
             if raw in (None, ""):
                 continue
-            instant = parse_instant(str(raw)) or written_date(str(raw))
+            instant = field_instant(raw)
             if instant is None:
                 notes.append(f"{key} {str(raw)[:40]!r} is not a date: record time used")
             else:
