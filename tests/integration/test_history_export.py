@@ -23,26 +23,30 @@ from curation import bootstrap
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Source
 from curation.selectors import claims_valid
+from curation.services.reprocess import reprocess_start
 from curation.services.review import review_approve
+from curation.usecases import reprocess_now
 from retrieval import bootstrap as retrieval_bootstrap
 from retrieval.domain.query import Query
 from tenants import rls
 from tests.support.ingest import drain_outbox, ingest_run
+from tests.support.snapshots import sealed_snapshot
 from tests.support.tenancy import Tenant, cmdb_source
 
 pytestmark = pytest.mark.django_db
 
-HEADER = "id,name,host,owner,depends_on,since"
-# (id, host, owner, depends_on, since): svc-a's list shrinks from three to one.
+HEADER = "id,name,host,owner,depends_on,since,zone"
+# (id, host, owner, depends_on, since, zone): svc-a's list shrinks from three to one;
+# the zone is not read until a test maps it.
 ROWS = [
-    ("A1", "svc-a", "k8s-a1", "team-x", "db-1;cache-1;queue-1", "2020-01-01"),
-    ("A1", "svc-a", "k8s-a2", "team-x", "db-1;cache-1", "2021-06-01"),
-    ("A1", "svc-a", "k8s-a3", "team-y", "db-1", "2023-03-01"),
-    ("B1", "svc-b", "k8s-b1", "team-z", "", "2019-05-01"),
-    ("B1", "svc-b", "k8s-b2", "team-z", "", "2022-09-01"),
-    ("C1", "svc-c", "k8s-c1", "team-z", "db-1", "2021-01-01"),
+    ("A1", "svc-a", "k8s-a1", "team-x", "db-1;cache-1;queue-1", "2020-01-01", "z-1"),
+    ("A1", "svc-a", "k8s-a2", "team-x", "db-1;cache-1", "2021-06-01", "z-1"),
+    ("A1", "svc-a", "k8s-a3", "team-y", "db-1", "2023-03-01", "z-2"),
+    ("B1", "svc-b", "k8s-b1", "team-z", "", "2019-05-01", "z-3"),
+    ("B1", "svc-b", "k8s-b2", "team-z", "", "2022-09-01", "z-4"),
+    ("C1", "svc-c", "k8s-c1", "team-z", "db-1", "2021-01-01", "z-5"),
 ]
-DUPLICATE = ("B1", "svc-b", "k8s-bx", "team-z", "", "2022-09-01")
+DUPLICATE = ("B1", "svc-b", "k8s-bx", "team-z", "", "2022-09-01", "z-3")
 
 
 def _day(text: str) -> dt.datetime:
@@ -170,8 +174,8 @@ def test_an_export_with_one_more_period_appends_it_to_the_timeline(
 ) -> None:
     export = tmp_path / "cmdb.csv"
     source_id, _ = _load(tenant_a, export, seed=5)
-    later = ("B1", "svc-b", "k8s-b3", "team-z", "", "2024-11-01")
-    older = ("C1", "svc-c", "k8s-c0", "team-z", "", "2020-02-01")  # a period found late
+    later = ("B1", "svc-b", "k8s-b3", "team-z", "", "2024-11-01", "z-4")
+    older = ("C1", "svc-c", "k8s-c0", "team-z", "", "2020-02-01", "z-5")  # a period found late
 
     _export(export, [*ROWS, later], seed=6, last=older)
     report = ingest_run(source_id=source_id, group_id=tenant_a.workspace.group_id)
@@ -299,3 +303,56 @@ def test_the_review_queue_shows_each_versions_interval_and_no_false_conflict(
     # queue shows no "now published" value to strike out for svc-a's host.
     assert "<del>svc-a runs on k8s-a3.</del>" not in page
     assert "line " in page  # each citation names the line its version was read from
+
+
+def test_reprocessing_a_history_reads_every_version_and_keeps_the_timelines(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    source_id, _ = _load(tenant_a, tmp_path / "cmdb.csv", seed=11)
+    admin = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(admin):
+        source = Source.objects.get(pk=source_id)
+        # Today's reading also maps the zone: every period's zone must land in its period.
+        Source.objects.filter(pk=source_id).update(
+            config={**source.config, "mapping": {"zone": "HOSTED_IN"}}
+        )
+        source.refresh_from_db()
+        adapters = bootstrap.providers().read_adapters_for(source)
+        run = reprocess_start(actor=admin, source_id=source_id, adapters=adapters)
+
+    run = reprocess_now(run_id=run.pk, group_id=tenant_a.workspace.group_id)
+    drain_outbox()
+
+    assert run.status == "finished", run.error
+    assert run.counts["documents"] == len(ROWS)  # every version, not each item's last
+    _assert_timeline(tenant_a)
+    zones = {
+        ("svc-a", "2020-06-01"): {"z-1"}, ("svc-a", "2022-01-01"): {"z-1"},
+        ("svc-a", "2024-01-01"): {"z-2"}, ("svc-b", "2020-01-01"): {"z-3"},
+        ("svc-b", "2023-01-01"): {"z-4"}, ("svc-c", "2022-01-01"): {"z-5"},
+    }  # fmt: skip
+    for (name, day), zone in zones.items():
+        assert _values(tenant_a, name, "HOSTED_IN", _day(day)) == zone, (name, day)
+    assert _values(tenant_a, "svc-a", "HOSTED_IN", None) == {"z-2"}
+
+
+@pytest.mark.django_db(transaction=True)  # a snapshot is built in its own transaction
+def test_a_sealed_snapshot_answers_each_period_as_the_live_index_does(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    _load(tenant_a, tmp_path / "cmdb.csv", seed=12)
+    snapshot = sealed_snapshot(tenant_a, name="after the history")
+    client.force_login(tenant_a.viewer)
+
+    def first_host(name: str, as_of: dt.datetime | None) -> str:
+        params = {"q": f"where does {name} run", "k": 10, "snapshot": snapshot.pk}
+        if as_of is not None:
+            params["as_of"] = as_of.isoformat()
+        response = client.get("/api/v1/search", params)
+        assert response.status_code == 200, response.content
+        return next(h["object"] for h in response.json()["hits"] if h["predicate"] == "RUNS_ON")
+
+    for name, n, instant in _midpoints():
+        assert first_host(name, instant) == TIMELINE[name][n][1], (name, instant)
+    for name, periods in TIMELINE.items():
+        assert first_host(name, None) == periods[-1][1]
