@@ -175,3 +175,30 @@ def lift_rate_limits(scope_id: int) -> None:
         search_limit=unlimited, write_limit=unlimited,
         principal_search_limit=unlimited, principal_write_limit=unlimited,
     )  # fmt: skip
+
+
+def workspace_viewer_key(workspace_pk: int, *, prefix: str) -> str:
+    """A viewer's API key for the workspace, issued by its admin (users `<prefix>-admin`
+    and `<prefix>-viewer`, made here), rate limits lifted: what a benchmark's HTTP reads
+    send, so they run exactly as a client's would."""
+    from django.contrib.auth import get_user_model
+
+    from tenants import rls
+    from tenants.domain.scopes import Role
+    from tenants.selectors import principal_for_user
+    from tenants.services.api_keys import api_key_issue
+    from tenants.services.scopes import membership_grant
+
+    users = get_user_model().objects
+    admin = users.create_user(username=f"{prefix}-admin")
+    viewer = users.create_user(username=f"{prefix}-viewer")
+    membership_grant(user_id=admin.pk, scope_id=workspace_pk, role=Role.ADMIN)
+    membership_grant(user_id=viewer.pk, scope_id=workspace_pk, role=Role.VIEWER)
+    actor = principal_for_user(admin.pk, label="bench")
+    with rls.tenant_context(actor):
+        issued = api_key_issue(
+            actor=actor, owner_id=viewer.pk, scope_id=workspace_pk, name=prefix,
+            role_ceiling=Role.VIEWER,
+        )  # fmt: skip
+    lift_rate_limits(workspace_pk)
+    return issued.plaintext

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import bench_workspace, drain_outbox, lift_rate_limits, setup_django
+from bench.common import bench_workspace, drain_outbox, setup_django, workspace_viewer_key
 from bench.search_latency import http_server, nearest_rank
 
 START = dt.datetime(2016, 1, 1, tzinfo=dt.UTC)
@@ -135,30 +135,6 @@ def _record_errors(timelines: dict[str, list[Period]], principal: object) -> tup
     return checks, wrong
 
 
-def _viewer_key(workspace_pk: int) -> str:
-    from django.contrib.auth import get_user_model
-
-    from tenants import rls
-    from tenants.domain.scopes import Role
-    from tenants.selectors import principal_for_user
-    from tenants.services.api_keys import api_key_issue
-    from tenants.services.scopes import membership_grant
-
-    users = get_user_model().objects
-    admin = users.create_user(username="history-admin")
-    viewer = users.create_user(username="history-viewer")
-    membership_grant(user_id=admin.pk, scope_id=workspace_pk, role=Role.ADMIN)
-    membership_grant(user_id=viewer.pk, scope_id=workspace_pk, role=Role.VIEWER)
-    actor = principal_for_user(admin.pk, label="bench")
-    with rls.tenant_context(actor):
-        issued = api_key_issue(
-            actor=actor, owner_id=viewer.pk, scope_id=workspace_pk, name="history",
-            role_ceiling=Role.VIEWER,
-        )  # fmt: skip
-    lift_rate_limits(workspace_pk)
-    return issued.plaintext
-
-
 def _first_host(
     client: httpx.Client, name: str, as_of: dt.datetime | None, *, stated: bool = False
 ) -> tuple[str, list]:
@@ -220,7 +196,7 @@ def main() -> int:
     with rls.tenant_context(principal):
         status = dict(Claim.objects.values_list("pk", "status"))
 
-    key = _viewer_key(workspace.pk)
+    key = workspace_viewer_key(workspace.pk, prefix="history")
     log = Path(tempfile.gettempdir()) / "vera-bench-history-gunicorn.log"
     latencies: list[float] = []
     right = right_stated = asked = cited = stale = right_now = 0

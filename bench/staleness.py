@@ -33,9 +33,9 @@ import httpx
 from bench.common import (
     bench_workspace,
     drain_outbox,
-    lift_rate_limits,
     markdown_source,
     setup_django,
+    workspace_viewer_key,
 )
 from bench.search_latency import http_server, nearest_rank
 
@@ -54,30 +54,6 @@ def _write(folder: Path, facts: int, *, second: bool) -> None:
             encoding="utf-8",
         )
         os.utime(path, (at, at))
-
-
-def _key(workspace_pk: int) -> str:
-    from django.contrib.auth import get_user_model
-
-    from tenants import rls
-    from tenants.domain.scopes import Role
-    from tenants.selectors import principal_for_user
-    from tenants.services.api_keys import api_key_issue
-    from tenants.services.scopes import membership_grant
-
-    users = get_user_model().objects
-    admin = users.create_user(username="stale-admin")
-    viewer = users.create_user(username="stale-viewer")
-    membership_grant(user_id=admin.pk, scope_id=workspace_pk, role=Role.ADMIN)
-    membership_grant(user_id=viewer.pk, scope_id=workspace_pk, role=Role.VIEWER)
-    actor = principal_for_user(admin.pk, label="bench")
-    with rls.tenant_context(actor):
-        issued = api_key_issue(
-            actor=actor, owner_id=viewer.pk, scope_id=workspace_pk, name="staleness",
-            role_ceiling=Role.VIEWER,
-        )  # fmt: skip
-    lift_rate_limits(workspace_pk)
-    return issued.plaintext
 
 
 def main() -> int:
@@ -122,7 +98,7 @@ def main() -> int:
     counts = {s: sum(1 for v in status.values() if v == s) for s in set(status.values())}
     print(f"loaded            {args.facts} services; claims by status: {counts}")
 
-    key = _key(workspace.pk)
+    key = workspace_viewer_key(workspace.pk, prefix="stale")
     log = Path(tempfile.gettempdir()) / "vera-bench-staleness-gunicorn.log"
     rng = random.Random(11)  # noqa: S311 - a sample, not a secret
     latencies: list[float] = []

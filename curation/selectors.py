@@ -266,7 +266,9 @@ def functional_predicates() -> frozenset[str]:
 
 
 def attach_current_values(claims: list[Claim]) -> list[Claim]:
-    """Set `current_fact` on each claim: the published value it would supersede, if any.
+    """Set `current_fact` on each claim: the published value of its functional predicate
+    that differs, if any, and `current_stays`: approving it leaves that value current (it
+    ended, or began before that value: it joins the history instead of superseding).
 
     Only a functional predicate's different value supersedes: a multi-valued predicate
     keeps both, and the same value is a re-confirmation. The queue must not show a
@@ -291,15 +293,18 @@ def attach_current_values(claims: list[Claim]) -> list[Claim]:
     for claim in claims:
         now = current.get((claim.subject_id, claim.predicate))
         # A claim that ended (a history version's) or began before the current value goes
-        # into the history when published: it supersedes nothing, so no conflict is shown.
+        # into the history when published: it supersedes nothing, the current value stays.
         replaces = (
             now is not None
             and now[0] != claim.object_key
             and claim.valid_to is None
             and claim.valid_from >= now[2]
         )
-        # An attribute for the queue template only, not a field of Claim.
-        claim.current_fact = now[1] if replaces and now else None  # type: ignore[attr-defined]
+        # Attributes for the queue template only, not fields of Claim: the published value
+        # that differs, and whether it stays current when this one is approved.
+        differs = now is not None and now[0] != claim.object_key
+        claim.current_fact = now[1] if differs and now else None  # type: ignore[attr-defined]
+        claim.current_stays = differs and not replaces  # type: ignore[attr-defined]
     return claims
 
 

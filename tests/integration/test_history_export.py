@@ -302,6 +302,7 @@ def test_the_review_queue_shows_each_versions_interval_and_no_false_conflict(
     # Approving a past period publishes history: it does not replace k8s-a3, so the
     # queue shows no "now published" value to strike out for svc-a's host.
     assert "<del>svc-a runs on k8s-a3.</del>" not in page
+    assert "stays current: this claim is about an earlier time" in page
     assert "line " in page  # each citation names the line its version was read from
 
 

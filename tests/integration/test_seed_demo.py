@@ -119,7 +119,7 @@ def test_demo_has_chat_proposals_when_seeded(demo: Principal) -> None:
     assert [(_object(claim), claim.tier) for claim in proposed] == [("k8s-prod-3", 4)]
 
 
-def test_stale_runbook_would_supersede_the_published_host_when_seeded(
+def test_stale_runbook_shows_the_published_host_that_stays_when_seeded(
     demo: Principal,
 ) -> None:
     (stale,) = _runs_on(demo, "payments-api", ClaimStatus.PENDING_REVIEW)
@@ -127,6 +127,9 @@ def test_stale_runbook_would_supersede_the_published_host_when_seeded(
         (row,) = attach_current_values([stale])
     assert _object(stale) == "vm-pay-01"
     assert row.current_fact == "payments-api runs on k8s-prod-2."
+    # The runbook was written before the CMDB refresh: approving it would put vm-pay-01
+    # in the history, not replace k8s-prod-2, and the queue says so.
+    assert row.current_stays is True
 
 
 def test_cmdb_refresh_supersedes_the_old_host_when_seeded(demo: Principal) -> None:
