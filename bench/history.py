@@ -17,9 +17,9 @@ Then, with the outbox drained (index and graph):
   now the last period's;
 - search over HTTP (gunicorn, a viewer's API key): "where does svc-N run" as of an
   instant in each period (the `as_of` parameter; and the date written in the question
-  instead, "where did svc-N run on 4 March 2019") must put that period's host first
-  among RUNS_ON hits, and now the last; every claim a "now" answer cites must be
-  published (stale otherwise).
+  instead: "where did svc-N run on 4 March 2019", "... on 2019-03-04", "... as of March
+  4, 2019") must put that period's host first among RUNS_ON hits, and now the last;
+  every claim a "now" answer cites must be published (stale otherwise).
 
 Prints the counts; asserts nothing. Exact means: record errors 0, as-of hits all,
 stale citations 0, failed rows = the repeated ones.
@@ -142,7 +142,10 @@ def _first_host(
     the parameter, or with `stated` the date written in the question), and the hits."""
     params = {"q": f"where does {name} run"}
     if stated and as_of is not None:
-        params = {"q": f"where did {name} run on {as_of:%d %B %Y}"}
+        # The date as people write it, in turn: "4 March 2019", "2019-03-04", "March 4, 2019".
+        said = (f"on {as_of.day} {as_of:%B %Y}", f"on {as_of:%Y-%m-%d}",
+                f"as of {as_of:%B} {as_of.day}, {as_of:%Y}")[as_of.toordinal() % 3]  # fmt: skip
+        params = {"q": f"where did {name} run {said}"}
     elif as_of is not None:
         params["as_of"] = as_of.isoformat()
     response = client.get("/api/v1/search", params=params)

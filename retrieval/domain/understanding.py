@@ -62,10 +62,17 @@ _SLOT_WORD = re.compile(rf"\b{ENTITY_SLOT}\b")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
+_MONTHS["sept"] = 9
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_ORDINAL = r"(?:st|nd|rd|th)?"
 _TIME = re.compile(
-    rf"\b(?:as\s+of|as\s+at|in|on|during|at|by)\s+"
-    rf"(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})|(?P<month>{_MONTH})\.?\s+(?P<myear>\d{{4}})"
+    rf"\b(?:as\s+of|as\s+at|in|on|during|at|by)\s+(?:the\s+)?"
+    rf"(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})"
+    # "4 March 2019", "4th of March, 2019"
+    rf"|(?P<dday>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<dmonth>{_MONTH})\.?,?\s+(?P<dyear>\d{{4}})"
+    # "March 4, 2019"
+    rf"|(?P<mdmonth>{_MONTH})\.?\s+(?P<mdday>\d{{1,2}}){_ORDINAL},?\s+(?P<mdyear>\d{{4}})"
+    rf"|(?P<month>{_MONTH})\.?\s+(?P<myear>\d{{4}})"
     rf"|(?P<year>(?:19|20|21)\d{{2}}))\b",
     re.IGNORECASE,
 )
@@ -321,6 +328,12 @@ def stated_time(text: str) -> tuple[dt.datetime | None, str]:
     try:
         if match["iso"]:
             day = dt.date.fromisoformat(match["iso"])
+        elif match["dday"]:
+            month = _MONTHS[match["dmonth"].casefold()]
+            day = dt.date(int(match["dyear"]), month, int(match["dday"]))
+        elif match["mdday"]:
+            month = _MONTHS[match["mdmonth"].casefold()]
+            day = dt.date(int(match["mdyear"]), month, int(match["mdday"]))
         elif match["month"]:
             year, month = int(match["myear"]), _MONTHS[match["month"].casefold()]
             day = dt.date(year, month, calendar.monthrange(year, month)[1])

@@ -121,6 +121,10 @@ def test_a_masked_question_is_embedded_without_its_slot_in_any_language() -> Non
         ("who owned billing-api as of March 2022", dt.date(2022, 3, 31), "as of March 2022"),
         ("where did ledger-db run in 2021?", dt.date(2021, 12, 31), "in 2021"),
         ("owner of billing-api on 2023-02-14", dt.date(2023, 2, 14), "on 2023-02-14"),
+        ("who did Noah report to on 4 March 2019?", dt.date(2019, 3, 4), "on 4 March 2019"),
+        ("host of svc-1 on the 4th of Sept 2019", dt.date(2019, 9, 4), "on the 4th of Sept 2019"),
+        ("where did svc-1 run on March 4, 2019", dt.date(2019, 3, 4), "on March 4, 2019"),
+        ("team of Mai as of Feb 29th 2024", dt.date(2024, 2, 29), "as of Feb 29th 2024"),
     ],
 )
 def test_a_stated_time_is_the_end_of_its_period_when_a_question_states_one(
@@ -132,7 +136,8 @@ def test_a_stated_time_is_the_end_of_its_period_when_a_question_states_one(
 
 
 @pytest.mark.parametrize(
-    "text", ["billing-api version 2021", "where does vm-2021 run", "as of 2022-02-30"]
+    "text",
+    ["billing-api version 2021", "where does vm-2021 run", "as of 2022-02-30", "on 31 June 2021"],
 )
 def test_no_time_is_read_when_a_number_is_not_a_stated_time(text: str) -> None:
     assert rules.stated_time(text) == (None, "")
