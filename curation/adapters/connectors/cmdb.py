@@ -57,6 +57,12 @@ def _csv_header(cells: list[str] | None, *, id_field: str) -> list[str]:
     return names
 
 
+def _csv_line(cells: list[str]) -> bytes:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(cells)
+    return out.getvalue().encode()
+
+
 def csv_rows(text: str, *, id_field: str) -> list[_Row]:
     """Rows of a CSV export keyed by its header; a row of the wrong width is a problem row."""
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -68,11 +74,12 @@ def csv_rows(text: str, *, id_field: str) -> list[_Row]:
             where, line = f"line {line}", reader.line_num + 1
             if not any(cell.strip() for cell in cells):
                 continue  # blank lines are layout, not items
+            raw = _csv_line(cells)  # kept with a failure, so a failed row loses nothing
             if len(cells) != len(header):
                 problem = f"{where} has {len(cells)} columns; the header has {len(header)}"
-                rows.append(_Row(where, None, problem))
+                rows.append(_Row(where, None, problem, raw))
             else:
-                rows.append(_Row(where, dict(zip(header, cells, strict=True))))
+                rows.append(_Row(where, dict(zip(header, cells, strict=True)), raw=raw))
     except csv.Error as exc:
         raise ConnectorError(
             f"the CSV cannot be parsed near line {reader.line_num}: {exc}"
