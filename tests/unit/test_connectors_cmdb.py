@@ -142,7 +142,9 @@ def test_a_row_repeating_id_and_instant_fails_alone_when_the_export_is_a_history
         "line 6 repeats id 'E1' and since 2021-06-01T00:00:00+00:00 (first on line 5): "
         "one item has one version per instant"
     ]
-    assert [item.external_id for item in items if isinstance(item, RecordFailure)] == ["E1@line 6"]
+    [failure] = [item for item in items if isinstance(item, RecordFailure)]
+    assert failure.external_id == "E1@line 6"
+    assert failure.content == b"E1,Noah Dubois,Dee,2021-06-01\n"  # kept: nothing is lost
     assert len(_versions(items)) == 4
 
 
