@@ -226,8 +226,9 @@ def main() -> int:
         f"({right / max(asked, 1):.1%}); p50 {nearest_rank(latencies, 50):.1f} ms"
     )
     print(
-        f'date in question  {right_stated} of {asked} ("where did svc-N run on 4 March 2019", '
-        f"no as_of parameter) answer that period's host first ({right_stated / max(asked, 1):.1%})"
+        f"date in question  {right_stated} of {asked} (no as_of; the date in three forms: "
+        f"on 4 March 2019, on 2019-03-04, as of March 4, 2019) answer that period's host "
+        f"first ({right_stated / max(asked, 1):.1%})"
     )
     print(f"now               {right_now} of {len(timelines)} answer the last host first")
     print(f"stale citations   {stale} of {cited} cited claims at now")
