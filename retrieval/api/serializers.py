@@ -98,9 +98,15 @@ class UnderstoodSerializer(serializers.Serializer[Understanding]):
         child=serializers.CharField(), help_text="the relation the question asks for"
     )
     as_of = serializers.DateTimeField(
-        allow_null=True, help_text="a time the question states (used when none was given)"
+        allow_null=True,
+        help_text="a time the question states (used when none was given, unless "
+        "time_fallback says why not)",
     )
     time_text = serializers.CharField(help_text="the words that stated it")
+    time_fallback = serializers.CharField(
+        help_text="why the stated time did not narrow the search (nothing was valid then: "
+        "the question was searched without it), or empty"
+    )
     scores = serializers.DictField(
         child=serializers.FloatField(), help_text="the best relations' scores"
     )

@@ -97,6 +97,8 @@ class Understanding:
     predicates: tuple[str, ...] = ()  # the relation asked for (at most one today)
     as_of: dt.datetime | None = None  # a time the question states
     time_text: str = ""  # the words that stated it
+    # Why the stated time did not filter the search (nothing was valid then), or "".
+    time_fallback: str = ""
     scores: Mapping[str, float] = field(default_factory=dict)  # the best relations' scores
     # What the values the question names are objects of ("is X in *production*": mostly
     # DEPLOYED_TO), each predicate's share: a hint at the relation asked for.
@@ -115,8 +117,14 @@ def words(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+# A possessive ending ("Noah Dubois's", "billing-api\u2019s", "the Joneses'"), with any
+# punctuation after it: the name is what comes before.
+_POSSESSIVE = re.compile(r"^(?P<name>.*?\w)(?:['\u2019][sS]|(?<=[sS])['\u2019])\W*$")
+
+
 def candidate_spans(text: str, *, longest: int = MAX_SPAN_TOKENS) -> list[Span]:
-    """Every run of up to `longest` words that could be a name (not function words alone)."""
+    """Every run of up to `longest` words that could be a name (not function words alone);
+    a run ending in a possessive also as the name without it ("Noah Dubois's manager")."""
     tokens = words(text)
     found: list[Span] = []
     for start in range(len(tokens)):
@@ -127,6 +135,10 @@ def candidate_spans(text: str, *, longest: int = MAX_SPAN_TOKENS) -> list[Span]:
             norm = normalize_name(" ".join(chunk))
             if norm:
                 found.append(Span(start, end, norm))
+            if owner := _POSSESSIVE.match(chunk[-1]):
+                bare = normalize_name(" ".join([*chunk[:-1], owner["name"]]))
+                if bare and bare != norm:
+                    found.append(Span(start, end, bare))
     return found
 
 

@@ -358,3 +358,22 @@ def test_a_sealed_snapshot_answers_each_period_as_the_live_index_does(
         assert first_host(name, instant) == TIMELINE[name][n][1], (name, instant)
     for name, periods in TIMELINE.items():
         assert first_host(name, None) == periods[-1][1]
+
+
+def test_a_date_written_in_the_question_answers_that_period_and_is_not_dropped(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    _load(tenant_a, tmp_path / "cmdb.csv", seed=13)
+    asked = {
+        "where did svc-a run on 1 July 2021": "k8s-a2",
+        "where did svc-a run as of February 3, 2020": "k8s-a1",
+        "where did svc-b run on 2020-06-30": "k8s-b1",
+    }
+    with rls.tenant_context(tenant_a.principal(tenant_a.viewer)):
+        for question, host in asked.items():
+            result = retrieval_bootstrap.search()(
+                query=Query(text=question, k=10), now=timezone.now()
+            )
+            assert result.understood.time_fallback == "", question
+            first = Claim.objects.get(pk=result.hits[0].claim_id)
+            assert (first.predicate, str(first.object_entity)) == ("RUNS_ON", host), question

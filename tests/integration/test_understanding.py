@@ -74,6 +74,36 @@ def test_a_stated_time_becomes_as_of_when_the_caller_gave_none(reviewer: Client)
     assert result["understood"]["time_text"] == "as of March 2020"
 
 
+def test_a_stated_time_nothing_was_valid_at_falls_back_to_now_and_says_so(
+    reviewer: Client,
+) -> None:
+    # The demo was recorded this week: nothing was valid in March 2020.
+    result = _search(reviewer, "where did payments-api run as of March 2020")
+    understood = result["understood"]
+    assert understood["time_fallback"] == (
+        "nothing was valid as of 2020-03-31 ('as of March 2020'): searched without the time"
+    )
+    assert result["hits"][0]["fact"] == "payments-api runs on k8s-prod-2."
+
+
+def test_a_callers_as_of_stays_exact_when_nothing_was_valid_then(reviewer: Client) -> None:
+    result = _search(reviewer, "where does payments-api run", as_of="2020-03-31T00:00:00Z")
+    assert result["hits"] == []
+    assert result["understood"]["time_fallback"] == ""
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what is payments-api's host?", "payments-api\u2019s host", "where does 'payments-api' run?"],
+)
+def test_a_name_is_understood_when_written_possessive_or_quoted(
+    reviewer: Client, question: str
+) -> None:
+    result = _search(reviewer, question)
+    assert result["understood"]["entities"] == ["payments-api"], result["understood"]
+    assert result["hits"][0]["fact"] == "payments-api runs on k8s-prod-2."
+
+
 def test_the_understood_list_weighs_what_the_workspace_active_set_learnt(
     reviewer: Client,
 ) -> None:

@@ -172,3 +172,20 @@ def test_a_vietnamese_question_finds_its_relation_with_e5_when_its_words_alone_d
     assert rules.asked_relation(rules.relation_scores(found.question, DEFAULT_ONTOLOGY)) == ()
     spoken = rules.spoken(found.question)  # as search embeds it: without the name
     assert with_meaning(found, e5.embed([spoken])[0], e5).predicates == (relation,)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("who is Noah Dubois's manager?", "noah dubois"),
+        ("billing-api\u2019s owner", "billing-api"),
+        ("the Joneses' team", "joneses"),
+    ],
+)
+def test_a_possessive_run_is_also_the_name_without_it(text: str, name: str) -> None:
+    assert name in {span.norm for span in rules.candidate_spans(text)}
+
+
+def test_a_name_ending_in_an_apostrophe_s_is_kept_as_written() -> None:
+    norms = [span.norm for span in rules.candidate_spans("where is McDonald's")]
+    assert norms.index("mcdonald's") < norms.index("mcdonald")  # the exact name wins a tie

@@ -393,12 +393,23 @@ def search(
     started = embeddings_start(query, embedder=embedder, pinned=pinned)
     with watch.step("understand"):
         found = understand(query.text, ontologies=ontologies)
-    if found.as_of is not None and query.as_of is None:  # "as of March 2022" in the words
+    inferred = found.as_of is not None and query.as_of is None
+    if inferred:  # "as of March 2022" in the words
         query = replace(query, as_of=found.as_of)
     lists = stage1_lists(
         query, embedder=embedder, watch=watch, index=index, pinned=pinned, understanding=found,
         started=started,
     )  # fmt: skip
+    if inferred and not any(lists.rankings.values()):
+        # A time read from the words is a hint, not a wall: when nothing was valid then
+        # (knowledge recorded since, or a year that is the topic), the question is
+        # searched without it and `understood` says so. A caller's as_of stays exact.
+        query = replace(query, as_of=None)
+        found = replace(found, time_fallback=_time_fallback(found))
+        lists = stage1_lists(
+            query, embedder=embedder, watch=watch, index=index, pinned=pinned,
+            understanding=found, started=started,
+        )  # fmt: skip
     rankings = lists.rankings
     with watch.step("blend"):
         base = {"understood": _understood_weight(found, weights), **(fusion or {})}
@@ -465,6 +476,12 @@ def search(
             else lists.understanding
         ),
     )
+
+
+def _time_fallback(found: Understanding) -> str:
+    said = f" ({found.time_text!r})" if found.time_text else ""
+    when = f"{found.as_of:%Y-%m-%d}" if found.as_of else "the time stated"
+    return f"nothing was valid as of {when}{said}: searched without the time"
 
 
 def _log(
