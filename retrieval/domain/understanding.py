@@ -24,10 +24,10 @@ import datetime as dt
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from curation.domain.names import normalize_name
-from curation.domain.ontology import ENTITY_SLOT, Ontology, PredicateSense
+from curation.domain.ontology import ENTITY_SLOT, MAX_WORDS, Ontology, PredicateSense
 
 MAX_SPAN_TOKENS = 6  # the longest name a mention may be, in words
 # A relation is understood when its score reaches this, and beats the next one by MARGIN.
@@ -311,6 +311,35 @@ def relation_scores(
         hint = VALUE_WEIGHT * (values or {}).get(name, 0.0)
         scores[name] = shape + hits + meaning + hint
     return scores
+
+
+def automatic_sense(name: str, words: Iterable[str] = ()) -> PredicateSense | None:
+    """A usable sense for a workspace's own predicate nobody described: its label read
+    from its name (REPORTS_TO: "reports to"), its words those it was mapped from (a CMDB
+    column "manager"); None when even that is not a valid sense."""
+    label = " ".join(name.lower().split("_"))
+    written = dict.fromkeys(
+        " ".join(word.replace("_", " ").split()).casefold() for word in words if word.strip()
+    )
+    try:
+        return PredicateSense(name=name, label=label, words=tuple(written)[:MAX_WORDS])
+    except ValueError:
+        return None
+
+
+def grounded(ontology: Ontology, had: Mapping[str, Iterable[str]]) -> Ontology:
+    """The question's candidate relations: the senses of the predicates the mentioned
+    entities have facts of (`had`: predicate -> the words it was mapped from), so a sense
+    with no facts there cannot win; one without a sense gets `automatic_sense`. Without
+    any facts, the ontology as it is."""
+    if not had:
+        return ontology
+    senses: dict[str, PredicateSense] = {}
+    for name, words in had.items():
+        sense = ontology.get(name) or automatic_sense(name, words)
+        if sense is not None:
+            senses[name] = sense
+    return replace(ontology, senses=senses) if senses else ontology
 
 
 def _spread(values: Mapping[str, float]) -> tuple[float, float]:

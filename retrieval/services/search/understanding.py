@@ -19,8 +19,9 @@ import numpy as np
 from django.db.models import Count
 
 from curation.domain.ontology import DEFAULT_ONTOLOGY, ENTITY_SLOT, Ontology
+from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import ClaimStatus
-from curation.models import Claim, Entity, EntityAlias
+from curation.models import Claim, Entity, EntityAlias, Source
 from curation.ports import Embedder
 from curation.selectors import ontologies_for
 from curation.services.entities import canonical
@@ -28,9 +29,9 @@ from retrieval.domain import understanding as rules
 from retrieval.domain.understanding import Understanding
 
 OntologyReader = Callable[[Iterable[str]], Mapping[str, Ontology]]
-_FORMS_CACHE: dict[tuple[str, str, int], dict[str, np.ndarray]] = {}
+_FORMS_CACHE: dict[tuple[str, str, tuple[str, ...]], np.ndarray] = {}
 _FORMS_LOCK = threading.Lock()
-MAX_FORM_CACHE = 64  # (model, workspace, version) entries kept per process
+MAX_FORM_CACHE = 4096  # (model, predicate, its forms) entries kept per process
 
 
 def default_ontologies(groups: Iterable[str]) -> Mapping[str, Ontology]:
@@ -66,6 +67,8 @@ def understand(
             names[survivor.canonical_name] = None
             groups[survivor.group_id] = None
     ontology = merged(ontologies(list(groups)).values()) if groups else DEFAULT_ONTOLOGY
+    named = {survivor.pk for span in subjects for survivor in survivors[span]}
+    ontology = rules.grounded(ontology, _had(named, list(groups)))
     question = rules.masked(query_text, subjects)
     hints = rules.value_hints(values.values())
     scores = rules.relation_scores(question, ontology, values=hints)
@@ -81,6 +84,32 @@ def understand(
         question=question,
         ontology=ontology,
     )
+
+
+# The lifecycles of facts an entity has or had: a relation with history answers "as of".
+_EVER = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
+
+
+def _had(entity_ids: set[int], groups: list[str]) -> dict[str, list[str]]:
+    """The predicates the entities have facts of, as subject or object (two indexed
+    queries, under row-level security), each with the columns a CMDB source of their
+    workspaces maps onto it (its words, when the ontology does not describe it)."""
+    if not entity_ids:
+        return {}
+    ever = Claim.objects.filter(status__in=_EVER)
+    had: dict[str, list[str]] = {}
+    for column in ("subject_id", "object_entity_id"):
+        rows = ever.filter(**{f"{column}__in": entity_ids}).values_list("predicate", flat=True)
+        had.update((predicate, []) for predicate in rows.order_by().distinct())
+    configs = Source.objects.filter(group_id__in=groups, kind=ConnectorKind.CMDB).values_list(
+        "config", flat=True
+    )
+    for config in configs:
+        mapping = config.get("mapping") if isinstance(config, dict) else None
+        for column, predicate in (mapping or {}).items():
+            if predicate in had and isinstance(column, str):
+                had[predicate].append(column)
+    return had
 
 
 def _values(survivors: Mapping[rules.Span, list[Entity]]) -> dict[rules.Span, dict[str, int]]:
@@ -143,36 +172,39 @@ def with_meaning(
 
 def _form_vectors(ontology: Ontology, embedder: Embedder) -> dict[str, np.ndarray]:
     """Each predicate's question forms embedded by the query embedder, as unit rows (one
-    matrix product gives their cosines with a question), cached per process."""
-    key = (embedder.model, _identity(ontology), ontology.version)
+    matrix product gives their cosines with a question), cached per process by model,
+    predicate and forms: a question's grounded senses are any subset of a workspace's."""
+    built: dict[str, np.ndarray] = {}
+    missing: list[tuple[str, tuple[str, ...]]] = []
     with _FORMS_LOCK:
-        cached = _FORMS_CACHE.get(key)
-    if cached is not None:
-        return cached
+        for name, sense in ontology.senses.items():
+            if not sense.questions:
+                continue
+            cached = _FORMS_CACHE.get((embedder.model, name, sense.questions))
+            if cached is None:
+                missing.append((name, sense.questions))
+            else:
+                built[name] = cached
+    if not missing:
+        return built
     # Each form twice: read with "it" for the slot, and without it as questions are read
     # (`rules.spoken`); a question's relation is its best cosine with either.
-    names = [name for name, sense in ontology.senses.items() for _ in sense.questions * 2]
+    names = [name for name, questions in missing for _ in questions * 2]
     texts = [
         text
-        for sense in ontology.senses.values()
-        for form in sense.questions
+        for _, questions in missing
+        for form in questions
         for text in (form.replace(ENTITY_SLOT, "it"), rules.spoken(form))
     ]
-    vectors = embedder.embed(texts) if texts else []
     rows: dict[str, list[list[float]]] = {}
-    for name, vector in zip(names, vectors, strict=True):
+    for name, vector in zip(names, embedder.embed(texts), strict=True):
         rows.setdefault(name, []).append(list(vector))
-    built = {name: _unit_rows(found) for name, found in rows.items()}
     with _FORMS_LOCK:
-        if len(_FORMS_CACHE) >= MAX_FORM_CACHE:
-            _FORMS_CACHE.pop(next(iter(_FORMS_CACHE)))
-        _FORMS_CACHE[key] = built
+        for name, questions in missing:
+            if len(_FORMS_CACHE) >= MAX_FORM_CACHE:
+                _FORMS_CACHE.pop(next(iter(_FORMS_CACHE)))
+            built[name] = _FORMS_CACHE[(embedder.model, name, questions)] = _unit_rows(rows[name])
     return built
-
-
-def _identity(ontology: Ontology) -> str:
-    """What tells two ontologies of one version apart (workspaces edit independently)."""
-    return str(hash(tuple(sorted((n, s.questions) for n, s in ontology.senses.items()))))
 
 
 def _unit_rows(vectors: list[list[float]]) -> np.ndarray:
