@@ -124,3 +124,12 @@ def test_nothing_is_understood_when_the_question_names_no_known_entity(reviewer:
     understood = _search(reviewer, "where does the unknown-service run")["understood"]
     assert understood["entities"] == []
     assert understood["predicates"] == []
+
+
+def test_the_portal_says_why_a_stated_time_did_not_narrow_the_search(reviewer: Client) -> None:
+    page = reviewer.get("/search/", {"q": "where did payments-api run in 2019"})
+    assert page.status_code == 200
+    assert (
+        "nothing was valid as of 2019-12-31 (&#x27;in 2019&#x27;): searched without the time"
+        in (page.content.decode())
+    )
