@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import analyze, setup_django
+from bench.domains import GENERATORS, Domain
 from bench.estate import Estate, Service
 
 # Question forms per relation; `{s}` is the service. The held-out set shares no form
@@ -131,18 +132,30 @@ PHRASINGS: dict[str, dict[str, tuple[str, ...]]] = {
 }  # fmt: skip
 SYSTEMS = ("VERA", "BM25", "dense")
 CUTOFF = 10
+OPS = "ops"
+DOMAINS = (OPS, *GENERATORS)
 
 
 @dataclass(frozen=True)
 class Question:
-    """One question about one service, with its gold (subject, predicate, objects)."""
+    """One question about one item, with its gold: the relation asked, and the values
+    that answer it (the subjects, for an inverse question: "who reports to X")."""
 
     text: str
     form: str
-    service: str
-    predicate: str
+    domain: str
+    relation: str  # the predicate, with "~" before it when asked inversely
+    anchor: str  # the item the question names
     gold: frozenset[str]
-    runbook: bool
+    runbook: bool = False
+
+    @property
+    def predicate(self) -> str:
+        return self.relation.removeprefix("~")
+
+    @property
+    def inverse(self) -> bool:
+        return self.relation.startswith("~")
 
 
 @dataclass(frozen=True)
@@ -154,10 +167,18 @@ class ClaimFact:
     objects: frozenset[str]
 
 
-def questions(estate: Estate, *, per_relation: int, phrasings: str) -> list[Question]:
-    """`per_relation` questions per relation; the same services whatever the phrasing set."""
-    from curation.domain.names import normalize_name
+@dataclass
+class Workspace:
+    """A domain's workspace in one condition: out of the box, or with the admin's ontology."""
 
+    domain: str
+    condition: str  # "plain" or "ontology"
+    group_id: str
+    seconds: float
+
+
+def ops_questions(estate: Estate, *, per_relation: int, phrasings: str) -> list[Question]:
+    """`per_relation` questions per relation; the same services whatever the phrasing set."""
     out = []
     for predicate, forms in PHRASINGS[phrasings].items():
         rng = random.Random(f"{estate.seed}:questions:{predicate}")  # noqa: S311
@@ -166,42 +187,113 @@ def questions(estate: Estate, *, per_relation: int, phrasings: str) -> list[Ques
         chosen: Sequence[Service] = [pool[i % len(pool)] for i in range(per_relation)]
         for index, service in enumerate(chosen):
             form = forms[index % len(forms)]
-            gold = frozenset(normalize_name(o) for o in service.objects(predicate))
-            out.append(Question(form.format(s=service.name), form, service.name, predicate,
-                                gold, service.runbook))  # fmt: skip
+            gold = frozenset(_norm(o) for o in service.objects(predicate))
+            out.append(Question(form.format(s=service.name), form, OPS, predicate,
+                                service.name, gold, service.runbook))  # fmt: skip
     return out
 
 
-def ingest(estate: Estate, *, reuse: bool) -> tuple[str, float]:
-    """The workspace holding the estate (CMDB tier 1, runbooks tier 2), indexed; seconds."""
+def domain_questions(domain: Domain, *, per_relation: int, phrasings: str) -> list[Question]:
+    """`per_relation` questions per relation of a generated domain (items that have a value
+    for it; for an inverse relation, values that some item has)."""
+    out = []
+    for relation, forms in domain.phrasings[phrasings].items():
+        predicate = relation.removeprefix("~")
+        rng = random.Random(f"{domain.seed}:{domain.name}:questions:{relation}")  # noqa: S311
+        if relation.startswith("~"):
+            anchors = sorted({o for item in domain.items for o in item.objects(predicate)})
+            answers = {anchor: domain.subjects_of(predicate, anchor) for anchor in anchors}
+        else:
+            answers = {i.name: i.objects(predicate) for i in domain.items if i.objects(predicate)}
+        pool = sorted(answers)
+        rng.shuffle(pool)
+        for index in range(min(per_relation, len(pool) * len(forms))):
+            anchor, form = pool[index % len(pool)], forms[index % len(forms)]
+            gold = frozenset(_norm(value) for value in answers[anchor])
+            out.append(Question(form.format(s=anchor), form, domain.name, relation, anchor, gold))
+    return out
+
+
+def ingest_ops(estate: Estate, *, reuse: bool) -> Workspace:
+    """The workspace holding the estate (CMDB tier 1, runbooks tier 2), indexed."""
+    name = f"Questions {estate.seed}/{len(estate.services)}"
+    if reuse and (group_id := _existing(name)) is not None:
+        return Workspace(OPS, "plain", group_id, 0.0)
+    folder = Path(tempfile.gettempdir()) / f"vera-bench-questions-{estate.seed}"
+    cmdb, runbooks = estate.write(folder)
+    sources = [
+        {"name": "cmdb", "kind": "cmdb", "config": {"path": str(cmdb)}, "trust_tier": 1},
+        {"name": "runbooks", "kind": "markdown", "config": {"root": str(runbooks)},
+         "trust_tier": 2},
+    ]  # fmt: skip
+    group_id, seconds = _ingest(name, sources)  # the CMDB first: prose then links to it
+    return Workspace(OPS, "plain", group_id, seconds)
+
+
+def ingest_domain(domain: Domain, condition: str, *, reuse: bool) -> Workspace:
+    """A workspace holding the domain's export (a tier-1 CMDB source with its mapping),
+    indexed; with condition "ontology", the admin's ontology entries written first."""
+    from curation.domain.ontology import PredicateSense
+    from curation.services.ontology import ontology_predicate_set
+    from tenants import rls
+    from tenants.selectors import principal_system
+
+    name = f"Questions {domain.name} {condition} {domain.seed}/{len(domain.items)}"
+    if reuse and (group_id := _existing(name)) is not None:
+        return Workspace(domain.name, condition, group_id, 0.0)
+    folder = Path(tempfile.gettempdir()) / f"vera-bench-questions-{domain.name}-{domain.seed}"
+    export = domain.write(folder)
+    config = {"path": str(export), "mapping": dict(domain.mapping), "id_field": domain.id_field}
+    senses = (
+        [PredicateSense(**entry) for entry in domain.ontology]  # type: ignore[arg-type]
+        if condition == "ontology"
+        else []
+    )
+
+    def before(group_id: str) -> None:
+        admin = principal_system("bench", group_ids=[group_id])
+        with rls.tenant_context(admin):
+            for sense in senses:
+                ontology_predicate_set(actor=admin, group_id=group_id, sense=sense)
+
+    source = {"name": domain.name, "kind": "cmdb", "config": config, "trust_tier": 1}
+    group_id, seconds = _ingest(name, [source], before=before)
+    return Workspace(domain.name, condition, group_id, seconds)
+
+
+def _existing(name: str) -> str | None:
+    from tenants.models import Scope
+
+    found = Scope.objects.filter(name=name).first()
+    return None if found is None else found.group_id
+
+
+def _ingest(name: str, sources: list[dict[str, Any]], *, before: Any = None) -> tuple[str, float]:
+    """A new organisation and workspace `name` with these sources, ingested in order and
+    indexed; its group id and the seconds it took."""
     from curation.services.sources import source_create
     from curation.tasks import process_outbox
     from curation.usecases import ingest_now
     from tenants import rls
     from tenants.domain.scopes import ScopeKind
-    from tenants.models import Scope
     from tenants.selectors import principal_system
     from tenants.services.scopes import scope_create
 
-    name = f"Questions {estate.seed}/{len(estate.services)}"
-    if reuse and (existing := Scope.objects.filter(name=name).first()) is not None:
-        return existing.group_id, 0.0
-    folder = Path(tempfile.gettempdir()) / f"vera-bench-questions-{estate.seed}"
-    cmdb, runbooks = estate.write(folder)
     org = scope_create(kind=ScopeKind.ORGANISATION, name=f"{name} Org")
     workspace = scope_create(kind=ScopeKind.WORKSPACE, name=name, parent_id=org.pk)
+    if before is not None:
+        before(workspace.group_id)
     principal = principal_system("bench", group_ids=[workspace.group_id])
     with rls.tenant_context(principal):
-        sources = [
-            source_create(actor=principal, group_id=workspace.group_id, name="cmdb",
-                          kind="cmdb", config={"path": str(cmdb)}, trust_tier=1),
-            source_create(actor=principal, group_id=workspace.group_id, name="runbooks",
-                          kind="markdown", config={"root": str(runbooks)}, trust_tier=2),
-        ]  # fmt: skip
+        created = [
+            source_create(actor=principal, group_id=workspace.group_id, **source)
+            for source in sources
+        ]
     started = time.perf_counter()
-    for source in sources:  # the CMDB first: prose names then link to its entities
+    for source in created:
         report = ingest_now(source_id=source.pk, group_id=workspace.group_id)
-        print(f"ingested {source.name:<9} {report.new} records, claims {dict(report.claims)}")
+        print(f"ingested {name}: {source.name:<9} {report.new} records, claims "
+              f"{dict(report.claims)}")  # fmt: skip
     while process_outbox():
         pass
     return workspace.group_id, time.perf_counter() - started
@@ -229,13 +321,13 @@ def claim_facts(predicates: set[str]) -> dict[int, ClaimFact]:
 
 
 def right(fact: ClaimFact | None, question: Question) -> bool:
-    """Whether a hit's claim answers the question."""
-    return (
-        fact is not None
-        and question.predicate == fact.predicate
-        and _norm(question.service) in fact.subjects
-        and bool(fact.objects & question.gold)
-    )
+    """Whether a hit's claim answers the question: the asked relation, the named item on
+    its side (the object, when asked inversely), a gold value on the other."""
+    if fact is None or fact.predicate != question.predicate:
+        return False
+    named, other = (fact.objects, fact.subjects) if question.inverse else (fact.subjects,
+                                                                         fact.objects)  # fmt: skip
+    return _norm(question.anchor) in named and bool(other & question.gold)
 
 
 def _norm(name: str) -> str:
@@ -249,9 +341,12 @@ def rank_of_first(ids: Sequence[int], facts: dict[int, ClaimFact], question: Que
     return next((i for i, c in enumerate(ids[:CUTOFF], 1) if right(facts.get(c), question)), 0)
 
 
-def ask(group_id: str, asked: list[Question]) -> tuple[dict[str, list[int]], list[float]]:
+def ask(
+    group_id: str, asked: list[Question], *, baselines: bool = True
+) -> tuple[dict[str, list[int]], list[float]]:
     """The first right rank of each question per system (and "answerable": 1 when a
-    published claim holds its gold), and VERA's search latencies in ms."""
+    published claim holds its gold), and VERA's search latencies in ms. Without
+    `baselines`, VERA alone."""
     from django.utils import timezone
 
     from retrieval import bootstrap
@@ -274,11 +369,14 @@ def ask(group_id: str, asked: list[Question]) -> tuple[dict[str, list[int]], lis
             started = time.perf_counter()
             result = pipeline.search(query=query, now=timezone.now(), record=False, **seam)
             latencies.append((time.perf_counter() - started) * 1000)
-            lists = pipeline.stage1_lists(query, embedder=seam["embedder"]).rankings
-            ranked = {"VERA": [hit.claim_id for hit in result.hits],
-                      "BM25": lists["fulltext"], "dense": lists.get("vector", [])}  # fmt: skip
-            for system, ids in ranked.items():
-                ranks[system].append(rank_of_first(ids, facts, question))
+            ranks["VERA"].append(rank_of_first([h.claim_id for h in result.hits], facts, question))
+            if baselines:
+                lists = pipeline.stage1_lists(query, embedder=seam["embedder"]).rankings
+                for system, ids in (
+                    ("BM25", lists["fulltext"]),
+                    ("dense", lists.get("vector", [])),
+                ):
+                    ranks[system].append(rank_of_first(ids, facts, question))
         answerable = [any(right(f, q) for f in facts.values()) for q in asked]
     ranks["answerable"] = [int(a) for a in answerable]
     return ranks, latencies
@@ -299,17 +397,19 @@ def figures(asked: list[Question], ranks: dict[str, list[int]]) -> dict[str, Any
     """Scores per system, by relation, overall, by source kind and by question form."""
     groups: dict[str, list[int]] = defaultdict(list)
     for index, question in enumerate(asked):
-        for key in (question.predicate, "overall",
-                    "with runbook" if question.runbook else "CMDB only",
-                    f"form: {question.form}"):  # fmt: skip
+        keys = [question.relation, "overall", f"form: {question.form}"]
+        if question.domain == OPS:
+            keys.append("with runbook" if question.runbook else "CMDB only")
+        for key in keys:
             groups[key].append(index)
     out: dict[str, Any] = {}
     for system in SYSTEMS:
-        out[system] = {
-            key: scores([ranks[system][i] for i in indexes]) for key, indexes in groups.items()
-        }
+        if len(ranks[system]) == len(asked):
+            out[system] = {
+                key: scores([ranks[system][i] for i in idx]) for key, idx in groups.items()
+            }
     out["answerable"] = {
-        key: sum(ranks["answerable"][i] for i in indexes) for key, indexes in groups.items()
+        key: sum(ranks["answerable"][i] for i in idx) for key, idx in groups.items()
     }
     return out
 
@@ -326,42 +426,53 @@ def merged_services(estate: Estate) -> list[str]:
     return sorted(" ~ ".join(sorted(names)) for names in on_entity.values() if len(names) > 1)
 
 
-def report(table: dict[str, Any], latencies: list[float]) -> None:
-    """The compact table: one row per relation (and overall), three systems side by side."""
-    head = "".join(f" | {s:<5} h@1   h@3   MRR " for s in SYSTEMS)
-    print(f"\n{'relation':<13}{'n':>4} {'gold':>4}{head}")
-    relations = [k for k in table["VERA"] if k.isupper()]
-    rows = [k for k in (*relations, "overall", "CMDB only", "with runbook") if k in table["VERA"]]
-    for key in rows:
+def report(domain: str, plain: dict[str, Any], ontology: dict[str, Any] | None,
+           latencies: list[float]) -> None:  # fmt: skip
+    """One domain's table: a row per relation (and overall); hit@1 and MRR@10 of VERA out
+    of the box, VERA with the admin's ontology, BM25 and dense, side by side."""
+    columns = [("VERA", plain["VERA"]), ("+ontology", (ontology or plain)["VERA"]),
+               ("BM25", plain["BM25"]), ("dense", plain["dense"])]  # fmt: skip
+    head = "".join(f" | {name:<9} h@1  MRR" for name, _ in columns)
+    print(f"\n[{domain}]" + ("" if ontology else " (the built-in ontology is its admin's)"))
+    print(f"{'relation':<16}{'n':>4} {'gold':>4}{head}")
+    relations = sorted(k for k in plain["VERA"] if k.lstrip("~").isupper())
+    for key in (*relations, "overall", "CMDB only", "with runbook"):
+        if key not in plain["VERA"]:
+            continue
         cells = "".join(
-            f" |      {table[s][key]['hit@1']:.2f}  {table[s][key]['hit@3']:.2f}  "
-            f"{table[s][key]['mrr@10']:.2f}"
-            for s in SYSTEMS
+            f" | {'':<9} {table[key]['hit@1']:.2f} {table[key]['mrr@10']:.2f}"
+            for _, table in columns
         )
-        print(f"{key:<13}{table['VERA'][key]['n']:>4} {table['answerable'][key]:>4}{cells}")
+        print(f"{key:<16}{plain['VERA'][key]['n']:>4} {plain['answerable'][key]:>4}{cells}")
     p50 = statistics.median(latencies)
     p95 = statistics.quantiles(latencies, n=20)[-1] if len(latencies) > 1 else p50
-    print(f"\nVERA search latency: p50 {p50:.1f} ms, p95 {p95:.1f} ms ({len(latencies)} searches)")
-    forms = sorted((k for k in table["VERA"] if k.startswith("form: ")),
-                   key=lambda k: table["VERA"][k]["hit@1"])  # fmt: skip
+    print(f"VERA search latency: p50 {p50:.1f} ms, p95 {p95:.1f} ms ({len(latencies)} searches)")
+    forms = sorted((k for k in plain["VERA"] if k.startswith("form: ")),
+                   key=lambda k: plain["VERA"][k]["hit@1"])  # fmt: skip
     print(
-        "VERA's weakest forms (hit@1): "
+        "weakest forms out of the box (hit@1): "
         + "; ".join(
-            f"{k.removeprefix('form: ')!r} {table['VERA'][k]['hit@1']:.2f}" for k in forms[:4]
+            f"{k.removeprefix('form: ')!r} {plain['VERA'][k]['hit@1']:.2f}" for k in forms[:4]
         )
     )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--services", type=int, default=300)
+    parser.add_argument("--domains", default=",".join(DOMAINS),
+                        help=f"comma-separated, of {', '.join(DOMAINS)}")  # fmt: skip
+    parser.add_argument("--services", type=int, default=300, help="the ops estate's size")
+    parser.add_argument("--size", type=int, default=200, help="each other domain's items")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--questions-per-relation", type=int, default=100)
     parser.add_argument("--phrasings", choices=sorted(PHRASINGS), default="default")
     parser.add_argument("--embedder", choices=["minilm", "hashing", "e5"], default="minilm")
-    parser.add_argument("--reuse", action="store_true", help="keep an earlier run's estate")
+    parser.add_argument("--reuse", action="store_true", help="keep an earlier run's data")
     parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
+    chosen = [name.strip() for name in args.domains.split(",") if name.strip()]
+    if unknown := set(chosen) - set(DOMAINS):
+        parser.error(f"unknown domains {sorted(unknown)}: choose from {', '.join(DOMAINS)}")
     os.environ["VERA_EMBEDDER__PROVIDER"] = args.embedder
     os.environ.setdefault("VERA_BENCH__DB", "vera_bench_questions")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_questions")
@@ -369,28 +480,43 @@ def main() -> int:
     from tenants import rls
     from tenants.selectors import principal_system
 
-    estate = Estate.generate(services=args.services, seed=args.seed)
-    group_id, seconds = ingest(estate, reuse=args.reuse)
-    analyze()
-    asked = questions(estate, per_relation=args.questions_per_relation, phrasings=args.phrasings)
-    started = time.perf_counter()
-    ranks, latencies = ask(group_id, asked)
-    with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
-        merged = merged_services(estate)
-    print(f"estate: {args.services} services (seed {args.seed}), ingest + index {seconds:.0f} s;"
-          f" {len(asked)} questions ({args.phrasings} phrasings, embedder {args.embedder})"
-          f" in {time.perf_counter() - started:.0f} s")  # fmt: skip
-    print(f"services sharing an entity with another: {len(merged)} {merged[:6]}")
-    table = figures(asked, ranks)
-    report(table, latencies)
-    if args.out:
-        args.out.write_text(json.dumps({
-            "services": args.services, "seed": args.seed, "phrasings": args.phrasings,
-            "embedder": args.embedder, "systems": {s: table[s] for s in SYSTEMS},
-            "answerable": table["answerable"], "merged_services": merged,
+    out: dict[str, Any] = {"seed": args.seed, "phrasings": args.phrasings,
+                           "embedder": args.embedder, "domains": {}}  # fmt: skip
+    for name in chosen:
+        per = args.questions_per_relation
+        if name == OPS:
+            estate = Estate.generate(services=args.services, seed=args.seed)
+            workspaces = [ingest_ops(estate, reuse=args.reuse)]
+            asked = ops_questions(estate, per_relation=per, phrasings=args.phrasings)
+        else:
+            domain = GENERATORS[name](size=args.size, seed=args.seed)
+            if args.phrasings not in domain.phrasings:
+                print(f"\n[{name}] has no {args.phrasings!r} phrasings: skipped")
+                continue
+            workspaces = [ingest_domain(domain, condition, reuse=args.reuse)
+                          for condition in ("plain", "ontology")]  # fmt: skip
+            asked = domain_questions(domain, per_relation=per, phrasings=args.phrasings)
+        analyze()
+        tables, latencies = [], []
+        for index, workspace in enumerate(workspaces):
+            ranks, timed = ask(workspace.group_id, asked, baselines=index == 0)
+            tables.append(figures(asked, ranks))
+            latencies += timed
+        seconds = sum(workspace.seconds for workspace in workspaces)
+        print(f"\n{name}: {len(asked)} questions ({args.phrasings} phrasings, embedder "
+              f"{args.embedder}); ingest + index {seconds:.0f} s")  # fmt: skip
+        if name == OPS:
+            with rls.tenant_context(principal_system("bench", group_ids=[workspaces[0].group_id])):
+                merged = merged_services(estate)
+            print(f"services sharing an entity with another: {len(merged)} {merged[:6]}")
+        report(name, tables[0], tables[1] if len(tables) > 1 else None, latencies)
+        out["domains"][name] = {
+            "plain": tables[0], "ontology": tables[-1],
             "latency_ms": {"p50": statistics.median(latencies),
                            "p95": statistics.quantiles(latencies, n=20)[-1]},
-        }, indent=1))  # fmt: skip
+        }  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=1))
     return 0
 
 
