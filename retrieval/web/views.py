@@ -1,6 +1,8 @@
-"""The portal's search box: the same parsing, search and hydration as the REST API."""
+"""The portal's search box: parsing, narrowing, search and hydration as the REST API's."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -12,23 +14,36 @@ from common.htmx import htmx_partial
 from retrieval import selectors, usecases
 from retrieval.domain.query import InvalidQuery, Query, parse_query
 from retrieval.models import Snapshot
+from retrieval.selectors import CitedResult
 from retrieval.services.snapshots import SnapshotRefused
+from tenants import rls
+from tenants import selectors as tenant_selectors
+from tenants.domain.access import Principal
+from tenants.domain.scopes import ScopeKind
+from tenants.models import Scope
 from tenants.principals import request_principal
+
+NO_SUCH_SCOPE = "no such scope among those you can read"
 
 
 @login_required
 @require_GET
 def search_page(request: HttpRequest) -> HttpResponse:
-    """Ranked, cited hits for the signed-in user's scopes; a bad query shows its messages.
+    """Ranked, cited hits for the signed-in user's scopes, or the one scope chosen (and
+    what is under it); a bad query or a scope out of reach shows its messages.
 
     With a sealed snapshot chosen, the hits are the snapshot's (as it answered when
     sealed); one that cannot be searched says why.
     """
+    principal = request_principal(request)
+    readable = _readable_scopes(principal)
     sealed = Snapshot.objects.filter(status=Snapshot.Status.SEALED).order_by("-created_at")
     context: dict[str, object] = {
         "q": request.GET.get("q", ""),
         "snapshot": request.GET.get("snapshot", ""),
         "snapshots": list(sealed[:50]),
+        "scope": request.GET.get("scope", ""),
+        "scopes": [_option(scope, principal) for scope in readable],
     }
     if context["q"]:
         try:
@@ -37,14 +52,95 @@ def search_page(request: HttpRequest) -> HttpResponse:
         except InvalidQuery as error:
             context["errors"] = error.errors
         else:
-            if query.snapshot is not None:
-                context.update(_snapshot_results(query))
-            else:
-                user_id = request_principal(request).user_id
-                result = usecases.search(query=query, now=timezone.now(), user_id=user_id)
-                context["result"] = selectors.search_result_cited(result=result)
+            context.update(_narrowed_results(query, principal, readable))
     template = "retrieval/search.html#results" if htmx_partial(request) else "retrieval/search.html"
     return render(request, template, context)
+
+
+def _readable_scopes(principal: Principal) -> list[Scope]:
+    """The scopes the person searches without a choice: those they hold a role in, then
+    those above whose published knowledge they read (the scope registry is not under
+    row-level security; only group ids the principal already reads are looked up)."""
+    reached = list(tenant_selectors.scopes_reached(principal))
+    if not principal.reads:
+        return reached
+    above = Scope.objects.filter(group_id__in=sorted(principal.reads)).order_by("kind", "name")
+    return reached + list(above)
+
+
+def _option(scope: Scope, principal: Principal) -> dict[str, object]:
+    """One entry of the scope selector: the scope, its kind, and whether only its
+    published knowledge is read (a scope above the person's own)."""
+    return {
+        "scope": scope,
+        "kind": ScopeKind(scope.kind).name.lower(),
+        "published_only": scope.group_id in principal.reads,
+    }
+
+
+def _narrowed_results(
+    query: Query, principal: Principal, readable: list[Scope]
+) -> dict[str, object]:
+    """The results within the scope the query names, narrowed as the REST search narrows
+    them (row-level security re-entered for the narrowed principal), with what was
+    searched; a scope the person has no role in is a message, never data."""
+    if query.scope is None:
+        return _described(_results(query, principal), principal, query, readable)
+    narrowed = tenant_selectors.principal_within(principal, query.scope)
+    if narrowed is None:
+        return {"errors": {"scope": NO_SUCH_SCOPE}}
+    with rls.tenant_context(narrowed):
+        found = _results(query, narrowed)
+    return _described(found, narrowed, query, readable)
+
+
+def _described(
+    found: dict[str, object], within: Principal, query: Query, readable: list[Scope]
+) -> dict[str, object]:
+    """The results with the names of the scopes searched (those `within` reads) and, when
+    there were several, of the scope of each hit; a refusal is returned as it is."""
+    result = found.get("result")
+    if not isinstance(result, CitedResult):
+        return found
+    groups = within.group_ids | within.reads
+    searched = [scope for scope in readable if scope.group_id in groups]
+    names = {scope.group_id: scope.name for scope in readable}
+    return {
+        **found,
+        "searched_names": [scope.name for scope in searched],
+        "chosen_name": names.get(query.scope, query.scope) if query.scope else "",
+        "hits": _hit_rows(result, names, labelled=len(searched) > 1),
+    }
+
+
+def _results(query: Query, principal: Principal) -> dict[str, object]:
+    """The live or snapshot search of `query` in the current tenant context."""
+    if query.snapshot is not None:
+        return _snapshot_results(query)
+    result = usecases.search(query=query, now=timezone.now(), user_id=principal.user_id)
+    return {"result": selectors.search_result_cited(result=result)}
+
+
+def _hit_rows(
+    result: CitedResult, names: dict[str, str], *, labelled: bool
+) -> list[dict[str, object]]:
+    """Each hit with the name of the scope it belongs to when several were searched
+    (a scope the page did not list is looked up once for all such hits)."""
+    if not labelled:
+        return [{"hit": hit, "scope_name": ""} for hit in result.hits]
+    unlisted = {hit.group_id for hit in result.hits} - names.keys()
+    named = {**names, **_scope_names(unlisted)}
+    return [
+        {"hit": hit, "scope_name": named.get(hit.group_id, hit.group_id)} for hit in result.hits
+    ]
+
+
+def _scope_names(group_ids: Iterable[str]) -> dict[str, str]:
+    """The names of these scopes, in one query (none when there are none to name)."""
+    wanted = sorted(set(group_ids) - {""})
+    if not wanted:
+        return {}
+    return dict(Scope.objects.filter(group_id__in=wanted).values_list("group_id", "name"))
 
 
 def _snapshot_results(query: Query) -> dict[str, object]:
