@@ -14,7 +14,13 @@ alone does not see. So before stage 1 a search reads, from the question:
   when the caller has them, by the cosine of the query's embedding with the forms'
   (which is how a question in another language finds its relation with e5);
 - a stated time ("as of 2021", "in March 2022", "on 2022-03-01"), which becomes
-  `as_of` when the caller gave none: the end of the stated day, month or year.
+  `as_of` when the caller gave none: the end of the stated day, month or year;
+- the kind of answer it wants ("when": a date, "how much": an amount, "who": someone,
+  "where": a place), held against the kind of value each relation has in the data, so
+  "when did X join" finds the one relation whose values are dates though no word of
+  it names one;
+- the direction: "who reports to X" names X as the relation's object and asks for its
+  subjects; "who does X report to" asks for X's object.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from curation.domain.names import normalize_name
 from curation.domain.ontology import ENTITY_SLOT, MAX_WORDS, Ontology, PredicateSense
+from curation.domain.validtime import field_instant
 
 MAX_SPAN_TOKENS = 6  # the longest name a mention may be, in words
 # A relation is understood when its score reaches this, and beats the next one by MARGIN.
@@ -40,6 +47,10 @@ SEMANTIC_WEIGHT = 0.3
 ANSWER_WEIGHT = 1.0
 # What a named value counts for the relations it is the object of ("is X in production").
 VALUE_WEIGHT = 1.0
+# What the kind of answer counts: for a relation whose values can answer the question
+# ("when": dates), and against one whose values cannot.
+KIND_WEIGHT = 1.0
+KIND_PENALTY = 1.0
 
 # Words that carry no relation and no name: they never count against a query's term
 # coverage, and never make a relation. English, the language of the built-in forms.
@@ -95,6 +106,15 @@ class Understanding:
     groups: tuple[str, ...] = ()  # the workspaces they belong to
     mentions: tuple[str, ...] = ()  # the words of the question that named them
     predicates: tuple[str, ...] = ()  # the relation asked for (at most one today)
+    # The relation is asked of the mentioned entities as its objects ("who reports to X"):
+    # its subjects answer. `objects` are then those entities' ids, merged ones included.
+    inverse: bool = False
+    objects: tuple[int, ...] = ()
+    # Mentions that name more than one entity ("Chen"): each one's facts are considered.
+    ambiguous: tuple[str, ...] = ()
+    answer: str = ""  # the kind of answer asked for (`answer_kind`), "" when none
+    # The kinds of value each candidate relation has in the data (`value_kind`).
+    kinds: Mapping[str, frozenset[str]] = field(default_factory=dict, compare=False)
     as_of: dt.datetime | None = None  # a time the question states
     time_text: str = ""  # the words that stated it
     # Why the stated time did not filter the search (nothing was valid then), or "".
@@ -144,6 +164,29 @@ def candidate_spans(text: str, *, longest: int = MAX_SPAN_TOKENS) -> list[Span]:
 
 def _plain(token: str) -> str:
     return "".join(_WORD.findall(token.casefold()))
+
+
+_OPENING = "\"'(\u201c\u2018"  # what may open a quoted name
+MAX_PART_ENTITIES = 3  # a word of several names names these many at most ("Chen": two)
+MIN_PART_LENGTH = 3
+MAX_PARTS = 2  # words of a question looked up as parts of names
+
+
+def name_parts(text: str, taken: set[int]) -> list[Span]:
+    """The question's words that may be one word of a name ("Dubois"): written with a
+    capital, not a function word, at least `MIN_PART_LENGTH` letters, outside the
+    mentions already found (`taken`, word positions); a possessive read without its 's."""
+    found = []
+    for here, token in enumerate(words(text)):
+        owner = _POSSESSIVE.match(token)
+        bare = owner["name"] if owner else token
+        letters = _plain(bare)
+        if here in taken or len(letters) < MIN_PART_LENGTH or letters in FUNCTION_WORDS:
+            continue
+        capital = bare.lstrip(_OPENING)[:1].isupper()
+        if capital and (norm := normalize_name(bare)) and " " not in norm:
+            found.append(Span(here, here + 1, norm))
+    return found
 
 
 def choose_mentions(spans: Sequence[Span], known: set[str]) -> list[Span]:
@@ -269,6 +312,7 @@ def relation_scores(
     *,
     semantic: Mapping[str, float] | None = None,
     values: Mapping[str, float] | None = None,
+    kinds: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, float]:
     """Each predicate's score for the (masked) question, the sum of:
 
@@ -280,9 +324,13 @@ def relation_scores(
       words ("which *stage* does X run in" asks for a stage, whatever the verb);
     - the embedding's preference (`semantic`: its best form's cosine, in standard
       deviations above the mean of every predicate's), times `SEMANTIC_WEIGHT`;
-    - the values the question names (`values`: `value_hints`), times `VALUE_WEIGHT`.
+    - the values the question names (`values`: `value_hints`), times `VALUE_WEIGHT`;
+    - the kind of answer (`answer_kind`) against the kinds of value the predicate has in
+      the data (`kinds`: `value_kind`s): `KIND_WEIGHT` when they can answer it, minus
+      `KIND_PENALTY` when they cannot ("when" and only names), nothing when unknown.
     """
     read = _read(question)
+    asked = answer_kind(question)
     content = [(word, stem) for word, stem in zip(read.plain, read.bag, strict=True)]
     mean, spread = _spread(semantic or {})
     vocabularies = {name: _vocabulary(sense) for name, sense in ontology.senses.items()}
@@ -309,20 +357,115 @@ def relation_scores(
         if semantic and name in semantic and spread > 0:
             meaning = SEMANTIC_WEIGHT * (semantic[name] - mean) / spread
         hint = VALUE_WEIGHT * (values or {}).get(name, 0.0)
-        scores[name] = shape + hits + meaning + hint
+        fits = kind_fits(asked, (kinds or {}).get(name, frozenset()), sense)
+        kind = KIND_WEIGHT if fits is True else -KIND_PENALTY if fits is False else 0.0
+        scores[name] = shape + hits + meaning + hint + kind
     return scores
+
+
+# The kinds of answer a question asks for, by its first words.
+DATE, AMOUNT, AGENT, PLACE, ENTITY, TEXT = "date", "amount", "agent", "place", "entity", "text"
+_KIND_CUES = (
+    (re.compile(r"\b(?:when|since\s+when|what\s+(?:year|date|day|month))\b"), DATE),
+    (re.compile(r"\bhow\s+(?:much|many)\b"), AMOUNT),
+    (re.compile(r"\b(?:who|whom)\b"), AGENT),
+    (re.compile(r"\bwhere\b"), PLACE),
+)
+# Object types that name places (a "where" question), and types that are never someone
+# (a "who" question); a workspace's own types not listed here decide nothing.
+PLACE_TYPES = frozenset(
+    {"host", "location", "region", "site", "office", "city", "country", "place", "warehouse",
+     "environment", "cluster", "datacenter", "zone", "building", "address"}
+)  # fmt: skip
+NOT_AGENT_TYPES = PLACE_TYPES | frozenset(
+    {"language", "version", "status", "date", "price", "amount", "category", "title", "value"}
+)
+# A label ending in one of these names where its object is ("is based *in*", "is stocked
+# *at*", "runs *on*").
+_LOCATIVE = frozenset({"in", "at", "on", "from", "inside", "within"})
+_AMOUNT = re.compile(r"^\W{0,3}\d[\d\s.,']*(?:\s*\w{0,4}\W?)?$|^\w{1,4}\W?\s*\d[\d.,']*$")
+
+
+def answer_kind(question: str) -> str:
+    """The kind of answer the question asks for: DATE ("when did X join"), AMOUNT ("how
+    much does X cost"), AGENT ("who owns X"), PLACE ("where is X based"), or ""."""
+    text = question.casefold()
+    return next((kind for cue, kind in _KIND_CUES if cue.search(text)), "")
+
+
+def value_kind(literal: str | None, *, named: bool) -> str:
+    """The kind of one value: ENTITY for a thing with a name, else DATE, AMOUNT or TEXT
+    by its shape ("2019-03-04", "129.99 EUR", "Product Manager")."""
+    if named:
+        return ENTITY
+    text = (literal or "").strip()
+    if text and _looks_dated(text):
+        return DATE
+    if text and _AMOUNT.match(text):
+        return AMOUNT
+    return TEXT
+
+
+def _looks_dated(text: str) -> bool:
+    """A short value that reads as a date (a bare number is an amount, not a year)."""
+    if len(text) > 40 or text.replace(".", "").isdigit():
+        return False
+    return field_instant(text) is not None
+
+
+def kind_fits(asked: str, kinds: frozenset[str], sense: PredicateSense) -> bool | None:
+    """Whether values of these kinds can answer a question asking for `asked`: True,
+    False, or None when nothing is known (no kind asked, or no values seen)."""
+    if not asked or not kinds:
+        return None
+    declared = sense.object_type.casefold()
+    if asked in (DATE, AMOUNT):
+        return asked in kinds
+    if ENTITY not in kinds:
+        return False  # "who"/"where" is never answered by a date, an amount or a title
+    if asked == AGENT:
+        return declared not in NOT_AGENT_TYPES
+    label = _WORD.findall(sense.label.casefold())
+    if declared in PLACE_TYPES or (label and label[-1] in _LOCATIVE):
+        return True
+    return None
+
+
+# Prepositions that, just before the mention, make it the relation's object: "who
+# reports *to* X", "what is supplied *by* X", "what runs *on* X". ("The owner *of* X",
+# "responsible *for* X", "ask *about* X" keep X the subject, and "what works *with* X"
+# asks a relation most often symmetric, as stored.)
+_TOWARD = frozenset({"to", "by", "from", "under", "on", "in", "at", "into", "onto"})
+
+
+def asks_inversely(question: str) -> bool:
+    """Whether the (masked) question names its entity as the object of the relation."""
+    tokens = [_plain(token) for token in words(question)]
+    slot = ENTITY_SLOT.casefold()
+    return any(
+        token == slot and here > 0 and tokens[here - 1] in _TOWARD
+        for here, token in enumerate(tokens)
+    )
 
 
 def automatic_sense(name: str, words: Iterable[str] = ()) -> PredicateSense | None:
     """A usable sense for a workspace's own predicate nobody described: its label read
     from its name (REPORTS_TO: "reports to"), its words those it was mapped from (a CMDB
-    column "manager"); None when even that is not a valid sense."""
+    column "manager"), and question forms made of both ("what is the manager of X", "X
+    reports to"), which the embedding compares a question with; None when even that is
+    not a valid sense."""
     label = " ".join(name.lower().split("_"))
     written = dict.fromkeys(
         " ".join(word.replace("_", " ").split()).casefold() for word in words if word.strip()
     )
+    nouns = [*written, *([label.removeprefix("has ")] if label.startswith("has ") else [])]
+    forms = [f"what is the {noun} of {ENTITY_SLOT}" for noun in dict.fromkeys(nouns)]
+    forms.append(f"{ENTITY_SLOT} {label}")
     try:
-        return PredicateSense(name=name, label=label, words=tuple(written)[:MAX_WORDS])
+        return PredicateSense(
+            name=name, label=label, words=tuple(written)[:MAX_WORDS],
+            questions=tuple(forms)[:MAX_WORDS],
+        )  # fmt: skip
     except ValueError:
         return None
 

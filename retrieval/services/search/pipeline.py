@@ -71,6 +71,8 @@ class Index(Protocol):
         where: str,
         params: list[Any],
         depth: int,
+        *,
+        objects: Sequence[int] = (),
     ) -> list[int]: ...
 
     def vector(
@@ -227,7 +229,7 @@ def stage1_lists(
     if found.entities:
         with watch.step("understood"):
             rankings["understood"] = index.understood(
-                found.entities, found.predicates, where, params, depth
+                found.entities, found.predicates, where, params, depth, objects=found.objects
             )
     return Lists(
         rankings=rankings, dense_scores=scores, coverage=coverage, languages=languages,

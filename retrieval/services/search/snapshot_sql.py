@@ -27,6 +27,7 @@ from retrieval.services.search.sql import (
     Candidate,
     Nearest,
     nearest,
+    understood_about,
     vector_literal,
 )
 
@@ -183,17 +184,20 @@ class SnapshotIndex:
         where: str,
         params: list[Any],
         depth: int,
+        *,
+        objects: Sequence[int] = (),
     ) -> list[int]:
         """`sql.understood` over the snapshot's documents."""
+        about, named = understood_about(names, objects)
         relation = "AND d.predicate = ANY(%s)" if predicates else ""
-        values: list[Any] = [self.snapshot_id, [name.casefold() for name in names]]
+        values: list[Any] = [self.snapshot_id, *named]
         if predicates:
             values.append(list(predicates))
         with connection.cursor() as cursor:
             cursor.execute(
                 f"""
                 SELECT d.claim_id FROM retrieval_snapshotdocument d
-                WHERE d.snapshot_id = %s AND lower(d.subject_name) = ANY(%s) {relation}
+                WHERE d.snapshot_id = %s AND {about} {relation}
                     AND {where}
                 ORDER BY d.authority DESC, d.valid_from DESC, d.claim_id
                 LIMIT %s

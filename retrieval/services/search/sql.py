@@ -205,25 +205,42 @@ def term_coverage(text: str) -> float:
 
 
 def understood(
-    names: Sequence[str], predicates: Sequence[str], where: str, params: list[Any], depth: int
+    names: Sequence[str],
+    predicates: Sequence[str],
+    where: str,
+    params: list[Any],
+    depth: int,
+    *,
+    objects: Sequence[int] = (),
 ) -> list[int]:
     """The claims (that pass the filters) about the named entities and, when a relation was
-    understood, of that relation: the most authoritative first, then the latest."""
+    understood, of that relation: the most authoritative first, then the latest. With
+    `objects` (a question asked backwards: "who reports to X"), the claims whose object
+    is one of those entities instead."""
+    about, values = understood_about(names, objects)
     relation = "AND d.predicate = ANY(%s)" if predicates else ""
-    values: list[Any] = [[name.casefold() for name in names]]
     if predicates:
         values.append(list(predicates))
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             SELECT d.claim_id FROM retrieval_searchdocument d
-            WHERE lower(d.subject_name) = ANY(%s) {relation} AND {where}
+            WHERE {about} {relation} AND {where}
             ORDER BY d.authority DESC, d.valid_from DESC, d.claim_id
             LIMIT %s
             """,  # noqa: S608 - fixed fragments; values are parameters
             [*values, *params, depth],
         )
         return [row[0] for row in cursor.fetchall()]
+
+
+def understood_about(names: Sequence[str], objects: Sequence[int]) -> tuple[str, list[Any]]:
+    """The condition on a document `d` that it is about the named entities (by subject
+    name), or, with `objects`, that its claim's object is one of them; its values."""
+    if objects:
+        claims = "SELECT c.id FROM curation_claim c WHERE c.object_entity_id = ANY(%s)"
+        return f"d.claim_id IN ({claims})", [list(objects)]
+    return "lower(d.subject_name) = ANY(%s)", [[name.casefold() for name in names]]
 
 
 def vector_literal(embedding: Sequence[float]) -> tuple[int, str]:

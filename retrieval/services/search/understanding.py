@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from curation.domain.ontology import DEFAULT_ONTOLOGY, ENTITY_SLOT, Ontology
 from curation.domain.sources import ConnectorKind
@@ -24,7 +24,7 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, EntityAlias, Source
 from curation.ports import Embedder
 from curation.selectors import ontologies_for
-from curation.services.entities import canonical
+from curation.services.entities import canonical, entity_members
 from retrieval.domain import understanding as rules
 from retrieval.domain.understanding import Understanding
 
@@ -40,7 +40,9 @@ def default_ontologies(groups: Iterable[str]) -> Mapping[str, Ontology]:
 
 
 def _mentions(text: str) -> tuple[list[rules.Span], dict[str, list[Entity]]]:
-    """The question's mentions of visible entities, and the entities each names."""
+    """The question's mentions of visible entities, and the entities each names: whole
+    names and aliases; when it names none so, a capitalised word that is one word of a
+    few names ("Dubois" for "Noah Dubois"; "Chen" for two people, both kept)."""
     spans = rules.candidate_spans(text)
     if not spans:
         return [], {}
@@ -48,7 +50,31 @@ def _mentions(text: str) -> tuple[list[rules.Span], dict[str, list[Entity]]]:
     rows = EntityAlias.objects.filter(alias_norm__in={span.norm for span in spans})
     for alias in rows.select_related("entity"):
         found.setdefault(alias.alias_norm, []).append(alias.entity)
-    return rules.choose_mentions(spans, set(found)), found
+    chosen = rules.choose_mentions(spans, set(found))
+    if chosen:
+        return chosen, found
+    for span in rules.name_parts(text, set())[: rules.MAX_PARTS]:
+        entities = _named_in_part(span.norm)
+        if entities:
+            found[span.norm] = entities
+            chosen.append(span)
+    return sorted(chosen, key=lambda span: span.start), found
+
+
+def _named_in_part(word: str) -> list[Entity]:
+    """The entities (at most `rules.MAX_PART_ENTITIES`) one of whose names has `word` as
+    a whole word; none when more do (the word names nobody in particular). The trigram
+    index on aliases answers the pattern."""
+    pattern = Q(alias_norm__startswith=f"{word} ") | Q(alias_norm__endswith=f" {word}")
+    pattern |= Q(alias_norm__contains=f" {word} ")
+    rows = EntityAlias.objects.filter(pattern).select_related("entity")
+    entities: dict[int, Entity] = {}
+    for alias in rows[: rules.MAX_PART_ENTITIES * 8]:
+        survivor = canonical(alias.entity)
+        entities.setdefault(survivor.pk, survivor)
+        if len(entities) > rules.MAX_PART_ENTITIES:
+            return []
+    return list(entities.values())
 
 
 def understand(
@@ -57,7 +83,7 @@ def understand(
     """What the question names, asks and states, read from its words alone."""
     as_of, time_text = rules.stated_time(query_text)
     mentions, entities = _mentions(query_text)
-    survivors = {span: [canonical(entity) for entity in entities[span.norm]] for span in mentions}
+    survivors = {span: _survivors(entities[span.norm]) for span in mentions}
     values = _values(survivors) if len(mentions) > 1 else {}
     subjects = [span for span in mentions if span not in values]
     names: dict[str, None] = {}
@@ -67,17 +93,33 @@ def understand(
             names[survivor.canonical_name] = None
             groups[survivor.group_id] = None
     ontology = merged(ontologies(list(groups)).values()) if groups else DEFAULT_ONTOLOGY
-    named = {survivor.pk for span in subjects for survivor in survivors[span]}
-    ontology = rules.grounded(ontology, _had(named, list(groups)))
+    named = [survivor for span in subjects for survivor in survivors[span]]
     question = rules.masked(query_text, subjects)
+    members = entity_members(named)
+    facts = _had(members, list(groups))
+    # "who reports to X" asks X's relation backwards, when X is the object of facts;
+    # so does any question about a thing that is only ever an object ("ACME products").
+    inverse = bool(facts.incoming) and (rules.asks_inversely(question) or not facts.outgoing)
+    side = facts.incoming if inverse else facts.outgoing or facts.incoming
+    kinds = {predicate: frozenset({rules.ENTITY}) for predicate in side} if inverse else facts.kinds
+    ontology = rules.grounded(ontology, {p: facts.words.get(p, []) for p in side})
     hints = rules.value_hints(values.values())
-    scores = rules.relation_scores(question, ontology, values=hints)
+    scores = rules.relation_scores(question, ontology, values=hints, kinds=kinds)
     return Understanding(
         entities=tuple(names),
         groups=tuple(groups),
         mentions=tuple(" ".join(rules.words(query_text)[s.start : s.end]) for s in subjects),
         values=hints,
         predicates=rules.asked_relation(scores) if names else (),
+        inverse=inverse,
+        objects=tuple(sorted(members)) if inverse else (),
+        ambiguous=tuple(
+            " ".join(rules.words(query_text)[s.start : s.end])
+            for s in subjects
+            if len(survivors[s]) > 1
+        ),
+        answer=rules.answer_kind(question),
+        kinds=kinds,
         as_of=as_of,
         time_text=time_text,
         scores=_best(scores),
@@ -86,30 +128,62 @@ def understand(
     )
 
 
+def _survivors(found: Iterable[Entity]) -> list[Entity]:
+    """The entities these aliases name, followed through merges, each once."""
+    out: dict[int, Entity] = {}
+    for entity in found:
+        survivor = canonical(entity)
+        out.setdefault(survivor.pk, survivor)
+    return list(out.values())
+
+
 # The lifecycles of facts an entity has or had: a relation with history answers "as of".
 _EVER = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
 
 
-def _had(entity_ids: set[int], groups: list[str]) -> dict[str, list[str]]:
-    """The predicates the entities have facts of, as subject or object (two indexed
-    queries, under row-level security), each with the columns a CMDB source of their
-    workspaces maps onto it (its words, when the ontology does not describe it)."""
+@dataclass(frozen=True)
+class Facts:
+    """What the mentioned entities have facts of: the predicates they are the subject of
+    (`outgoing`) and the object of (`incoming`), the kinds of value each outgoing one
+    has, and the columns a CMDB source maps onto each (its words, when no sense says)."""
+
+    outgoing: tuple[str, ...] = ()
+    incoming: tuple[str, ...] = ()
+    kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    words: Mapping[str, list[str]] = field(default_factory=dict)
+
+
+def _had(entity_ids: set[int], groups: list[str]) -> Facts:
+    """The entities' facts as `Facts` (three indexed queries, under row-level security:
+    one value per predicate read for its kind)."""
     if not entity_ids:
-        return {}
+        return Facts()
     ever = Claim.objects.filter(status__in=_EVER)
-    had: dict[str, list[str]] = {}
-    for column in ("subject_id", "object_entity_id"):
-        rows = ever.filter(**{f"{column}__in": entity_ids}).values_list("predicate", flat=True)
-        had.update((predicate, []) for predicate in rows.order_by().distinct())
+    kinds: dict[str, frozenset[str]] = {}
+    sample = (
+        ever.filter(subject_id__in=entity_ids)
+        .order_by("predicate", "-pk")
+        .distinct("predicate")
+        .values_list("predicate", "object_entity_id", "object_literal")
+    )
+    for predicate, object_id, literal in sample:
+        kinds[predicate] = frozenset({rules.value_kind(literal, named=object_id is not None)})
+    incoming = tuple(
+        ever.filter(object_entity_id__in=entity_ids)
+        .order_by()
+        .values_list("predicate", flat=True)
+        .distinct()
+    )
+    words: dict[str, list[str]] = {predicate: [] for predicate in (*kinds, *incoming)}
     configs = Source.objects.filter(group_id__in=groups, kind=ConnectorKind.CMDB).values_list(
         "config", flat=True
     )
     for config in configs:
         mapping = config.get("mapping") if isinstance(config, dict) else None
         for column, predicate in (mapping or {}).items():
-            if predicate in had and isinstance(column, str):
-                had[predicate].append(column)
-    return had
+            if predicate in words and isinstance(column, str):
+                words[predicate].append(column)
+    return Facts(outgoing=tuple(kinds), incoming=incoming, kinds=kinds, words=words)
 
 
 def _values(survivors: Mapping[rules.Span, list[Entity]]) -> dict[rules.Span, dict[str, int]]:
@@ -165,8 +239,9 @@ def with_meaning(
         return found
     semantic = {name: float((rows @ query).max()) / length for name, rows in forms.items()}
     scores = rules.relation_scores(
-        found.question, found.ontology, semantic=semantic, values=found.values
-    )
+        found.question, found.ontology, semantic=semantic, values=found.values,
+        kinds=found.kinds,
+    )  # fmt: skip
     return replace(found, predicates=rules.asked_relation(scores), scores=_best(scores))
 
 
