@@ -97,6 +97,17 @@ class UnderstoodSerializer(serializers.Serializer[Understanding]):
     predicates = serializers.ListField(
         child=serializers.CharField(), help_text="the relation the question asks for"
     )
+    inverse = serializers.BooleanField(
+        help_text="the question names the relation's object and asks for its subjects "
+        '("who reports to X")'
+    )
+    ambiguous = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="mentions that name more than one entity; each one's facts were considered",
+    )
+    answer = serializers.CharField(
+        help_text='the kind of answer asked for: "date", "amount", "agent", "place", or empty'
+    )
     as_of = serializers.DateTimeField(
         allow_null=True,
         help_text="a time the question states (used when none was given, unless "

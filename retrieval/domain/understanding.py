@@ -410,7 +410,10 @@ def _looks_dated(text: str) -> bool:
     """A short value that reads as a date (a bare number is an amount, not a year)."""
     if len(text) > 40 or text.replace(".", "").isdigit():
         return False
-    return field_instant(text) is not None
+    if field_instant(text) is not None:
+        return True
+    instant, said = stated_time(f"on {text}")  # "4 March 2019", "March 4, 2019"
+    return instant is not None and said == f"on {text}"
 
 
 def kind_fits(asked: str, kinds: frozenset[str], sense: PredicateSense) -> bool | None:

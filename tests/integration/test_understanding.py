@@ -39,6 +39,9 @@ def _search(client: Client, q: str, **params: str) -> dict:
         ("what does billing-api run on", "billing-api runs on k8s-prod-1."),
         ("where does payments-api run", "payments-api runs on k8s-prod-2."),
         ("who owns billing-api", "billing-api is owned by"),
+        # On-call is the owner's: "who" asks for someone, and a host is never someone.
+        ("who do I page for billing-api", "billing-api is owned by"),
+        ("who do I page for payments-api?", "payments-api is owned by"),
     ],
 )
 def test_the_asked_fact_comes_first_when_a_plain_question_names_the_entity(
@@ -57,6 +60,17 @@ def test_a_yes_no_question_naming_a_value_is_answered_by_the_fact_holding_it(
     assert result["understood"]["entities"] == ["billing-api"]
     assert result["understood"]["predicates"] == ["DEPLOYED_TO"]
     assert result["hits"][0]["fact"].startswith("billing-api is deployed to production")
+
+
+def test_the_response_says_what_was_understood_of_a_question_asked_backwards(
+    reviewer: Client,
+) -> None:
+    result = _search(reviewer, "what runs on k8s-prod-1?")
+    understood = result["understood"]
+    assert (understood["entities"], understood["predicates"]) == (["k8s-prod-1"], ["RUNS_ON"])
+    assert understood["inverse"] is True
+    assert understood["ambiguous"] == []
+    assert result["hits"][0]["fact"].endswith("runs on k8s-prod-1.")
 
 
 def test_the_response_says_what_was_understood_when_a_question_names_entity_and_relation(

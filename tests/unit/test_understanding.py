@@ -189,3 +189,104 @@ def test_a_possessive_run_is_also_the_name_without_it(text: str, name: str) -> N
 def test_a_name_ending_in_an_apostrophe_s_is_kept_as_written() -> None:
     norms = [span.norm for span in rules.candidate_spans("where is McDonald's")]
     assert norms.index("mcdonald's") < norms.index("mcdonald")  # the exact name wins a tie
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("when did X join", rules.DATE),
+        ("since when has X been here", rules.DATE),
+        ("what date was X introduced", rules.DATE),
+        ("how much does X cost", rules.AMOUNT),
+        ("how many seats does X have", rules.AMOUNT),
+        ("who owns X", rules.AGENT),
+        ("to whom does X report", rules.AGENT),
+        ("where is X based", rules.PLACE),
+        ("what version is X", ""),
+        ("whose service is X", ""),
+    ],
+)
+def test_the_kind_of_answer_is_read_from_the_question_words(question: str, kind: str) -> None:
+    assert rules.answer_kind(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("literal", "named", "kind"),
+    [
+        (None, True, rules.ENTITY),
+        ("2019-03-04", False, rules.DATE),
+        ("4 March 2019", False, rules.DATE),
+        ("129.99 EUR", False, rules.AMOUNT),
+        ("$1,200", False, rules.AMOUNT),
+        ("2019", False, rules.AMOUNT),  # a bare number is not read as a year
+        ("Product Manager", False, rules.TEXT),
+        ("1.4.2-beta", False, rules.TEXT),
+    ],
+)
+def test_a_value_has_the_kind_its_shape_says(literal: str | None, named: bool, kind: str) -> None:
+    assert rules.value_kind(literal, named=named) == kind
+
+
+def test_values_fit_a_question_only_when_their_kind_can_answer_it() -> None:
+    person = PredicateSense(name="REPORTS_TO", label="reports to")
+    office = PredicateSense(name="BASED_IN", label="is based in")
+    host = DEFAULT_ONTOLOGY.senses["RUNS_ON"]
+    named, dated = frozenset({rules.ENTITY}), frozenset({rules.DATE})
+    assert rules.kind_fits(rules.DATE, dated, person) is True
+    assert rules.kind_fits(rules.DATE, named, person) is False
+    assert rules.kind_fits(rules.AGENT, named, person) is True
+    assert rules.kind_fits(rules.AGENT, named, host) is False  # a host is never "who"
+    assert rules.kind_fits(rules.AGENT, frozenset({rules.TEXT}), person) is False
+    assert rules.kind_fits(rules.PLACE, named, office) is True  # "based *in*"
+    assert rules.kind_fits(rules.PLACE, named, person) is None
+    assert rules.kind_fits("", named, person) is None
+    assert rules.kind_fits(rules.DATE, frozenset(), person) is None  # no values seen
+
+
+def test_a_relation_whose_values_cannot_answer_loses_to_one_whose_can() -> None:
+    ontology = Ontology(senses={
+        "REPORTS_TO": PredicateSense(name="REPORTS_TO", label="reports to"),
+        "HAS_START_DATE": PredicateSense(name="HAS_START_DATE", label="has start date"),
+    })  # fmt: skip
+    kinds = {"REPORTS_TO": frozenset({rules.ENTITY}), "HAS_START_DATE": frozenset({rules.DATE})}
+    scores = rules.relation_scores("when did X join", ontology, kinds=kinds)
+    assert rules.asked_relation(scores) == ("HAS_START_DATE",)
+
+
+@pytest.mark.parametrize(
+    ("question", "inverse"),
+    [
+        ("who reports to X", True),
+        ("which products come from X", True),
+        ("what is supplied by X", True),
+        ("what runs on X", True),
+        ("who does X report to", False),
+        ("who is responsible for X", False),
+        ("what are the upstreams of X", False),
+        ("which team should I contact about X", False),
+        ("what works with X", False),
+        ("which region is X in", False),
+    ],
+)
+def test_a_question_names_its_entity_as_the_object_when_a_preposition_leads_to_it(
+    question: str, inverse: bool
+) -> None:
+    assert rules.asks_inversely(question) is inverse
+
+
+def test_capitalised_words_outside_mentions_may_be_parts_of_names() -> None:
+    found = rules.name_parts("who does Dubois report to", set())
+    assert [(span.start, span.norm) for span in found] == [(2, "dubois")]
+    assert [span.norm for span in rules.name_parts("Where is O'Brien's desk", set())] == ["o'brien"]
+    assert rules.name_parts("who does Dubois report to", {2}) == []
+    assert rules.name_parts("where is Li based", set()) == []  # too short to name anyone
+
+
+def test_a_predicate_nobody_described_gets_question_forms_from_its_name_and_columns() -> None:
+    sense = rules.automatic_sense("HAS_START_DATE", ["start_date", "joined"])
+    assert sense is not None
+    assert sense.label == "has start date"
+    assert sense.words == ("start date", "joined")
+    assert "what is the joined of X" in sense.questions
+    assert "X has start date" in sense.questions
+    assert sense.questions.count("what is the start date of X") == 1

@@ -39,26 +39,27 @@ def default_ontologies(groups: Iterable[str]) -> Mapping[str, Ontology]:
     return ontologies_for(groups)
 
 
-def _mentions(text: str) -> tuple[list[rules.Span], dict[str, list[Entity]]]:
-    """The question's mentions of visible entities, and the entities each names: whole
-    names and aliases; when it names none so, a capitalised word that is one word of a
-    few names ("Dubois" for "Noah Dubois"; "Chen" for two people, both kept)."""
+def _mentions(text: str) -> tuple[list[rules.Span], dict[str, list[Entity]], bool]:
+    """The question's mentions of visible entities, the entities each names, and whether
+    they are only parts of names: whole names and aliases; when it names none so, a
+    capitalised word that is one word of a few names ("Dubois" for "Noah Dubois"; "Chen"
+    for two people, both kept)."""
     spans = rules.candidate_spans(text)
     if not spans:
-        return [], {}
+        return [], {}, False
     found: dict[str, list[Entity]] = {}
     rows = EntityAlias.objects.filter(alias_norm__in={span.norm for span in spans})
     for alias in rows.select_related("entity"):
         found.setdefault(alias.alias_norm, []).append(alias.entity)
     chosen = rules.choose_mentions(spans, set(found))
     if chosen:
-        return chosen, found
+        return chosen, found, False
     for span in rules.name_parts(text, set())[: rules.MAX_PARTS]:
         entities = _named_in_part(span.norm)
         if entities:
             found[span.norm] = entities
             chosen.append(span)
-    return sorted(chosen, key=lambda span: span.start), found
+    return sorted(chosen, key=lambda span: span.start), found, bool(chosen)
 
 
 def _named_in_part(word: str) -> list[Entity]:
@@ -82,7 +83,7 @@ def understand(
 ) -> Understanding:
     """What the question names, asks and states, read from its words alone."""
     as_of, time_text = rules.stated_time(query_text)
-    mentions, entities = _mentions(query_text)
+    mentions, entities, partial = _mentions(query_text)
     survivors = {span: _survivors(entities[span.norm]) for span in mentions}
     values = _values(survivors) if len(mentions) > 1 else {}
     subjects = [span for span in mentions if span not in values]
@@ -105,12 +106,18 @@ def understand(
     ontology = rules.grounded(ontology, {p: facts.words.get(p, []) for p in side})
     hints = rules.value_hints(values.values())
     scores = rules.relation_scores(question, ontology, values=hints, kinds=kinds)
+    asked = rules.asked_relation(scores) if names else ()
+    if partial and not asked:
+        # A word that is only part of a name is weak evidence: it names someone when the
+        # question also asks a relation that person has ("where is Chen based"), not in
+        # any sentence that happens to hold a capitalised word.
+        return Understanding(as_of=as_of, time_text=time_text, question=query_text)
     return Understanding(
         entities=tuple(names),
         groups=tuple(groups),
         mentions=tuple(" ".join(rules.words(query_text)[s.start : s.end]) for s in subjects),
         values=hints,
-        predicates=rules.asked_relation(scores) if names else (),
+        predicates=asked,
         inverse=inverse,
         objects=tuple(sorted(members)) if inverse else (),
         ambiguous=tuple(
