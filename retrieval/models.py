@@ -592,6 +592,43 @@ class EvaluationResult(models.Model):
         return f"{self.query_text[:40]}: nDCG@10 {self.ndcg_at_10:.2f}"
 
 
+class WordSuggestion(models.Model):
+    """A question word learnt from votes for one predicate of a workspace's ontology
+    (`retrieval.domain.word_learning`), waiting for an admin: accepted, it is added to the
+    predicate's words (through the audited ontology edit); dismissed, it is not suggested
+    again. Nothing is added to an ontology without an admin's decision."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        ACCEPTED = "accepted"
+        DISMISSED = "dismissed"
+
+    group_id = models.CharField(max_length=40)
+    predicate = models.CharField(max_length=100)
+    word = models.CharField(max_length=100)
+    support = models.PositiveIntegerField()  # questions that used it, helpfully answered
+    against = models.PositiveIntegerField(default=0)  # ... unhelpfully answered
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["group_id", "predicate", "word"], name="word_suggestion_once"
+            )
+        ]
+        indexes = [models.Index(fields=["group_id", "status"], name="word_suggestion_status")]
+
+    def __str__(self) -> str:
+        return f"{self.word!r} for {self.predicate} ({self.status})"
+
+
 # --- Knowledge snapshots: the retrieval inputs of a workspace, frozen and sealed ------
 
 

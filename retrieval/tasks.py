@@ -3,12 +3,12 @@ served context packs; re-embedding after a workspace's embedding model is switch
 building knowledge snapshots (every minute, from beat).
 
 Beat sends them on the schedule in the database (django-celery-beat's PeriodicTask
-rows `retrieval-nightly-calibration`, `retrieval-nightly-evaluation` and
-`retrieval-nightly-pack-expiry`, created by migrations, editable in the admin without a
-deploy). Each covers every workspace that has something to do, one workspace at a time;
-the learning jobs record a run per workspace keyed by the Celery task id: a re-delivered
-message finds its runs and does not repeat them. A workspace whose run is in progress
-elsewhere is skipped and reported.
+rows `retrieval-nightly-calibration`, `retrieval-nightly-evaluation`,
+`retrieval-nightly-question-words` and `retrieval-nightly-pack-expiry`, created by
+migrations, editable in the admin without a deploy). Each covers every workspace that
+has something to do, one workspace at a time; the learning jobs record a run per
+workspace keyed by the Celery task id: a re-delivered message finds its runs and does
+not repeat them. A workspace whose run is in progress elsewhere is skipped and reported.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from retrieval.services.context import context_packs_expire
 from retrieval.services.embedding import catch_up_progress
 from retrieval.services.index import groups_to_catch_up
 from retrieval.services.snapshots import snapshots_building
+from retrieval.services.word_learning import question_words_learn
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -138,6 +139,25 @@ def evaluate_workspaces() -> dict[str, str]:
     """Nightly: evaluate every workspace's golden set with its active weights."""
     groups = groups_with_golden()
     return evaluate_groups(groups, trigger="schedule", run_key=_run_key("task"))
+
+
+@task(name="retrieval.learn_question_words", acks_late=True)
+def learn_question_words() -> dict[str, str]:
+    """Nightly: in every workspace with votes in the learning window, the question words
+    its people use for a relation its ontology does not list, kept as suggestions for an
+    admin (`retrieval.services.word_learning`); how many wait in each."""
+    since = timezone.now() - learning_window()
+    outcomes: dict[str, str] = {}
+    for group_id in groups_with_votes(since):
+        try:
+            with rls.tenant_context(principal_system("question-words", group_ids=[group_id])):
+                pending = question_words_learn(group_id=group_id, since=since)
+        except Exception as error:  # one workspace's failure must not stop the others'
+            logger.exception("learning the question words of %s failed", group_id)
+            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
+        else:
+            outcomes[group_id] = f"{pending} suggestions pending"
+    return outcomes
 
 
 @task(name="retrieval.index_catch_up", acks_late=True)

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from common.api_scope import ScopedInputSerializer
 from retrieval.domain.ranking import SIGNALS
 from retrieval.domain.understanding import Understanding
-from retrieval.models import Snapshot
+from retrieval.models import Snapshot, WordSuggestion
 from retrieval.selectors import Citation, CitedHit, CitedResult, WeightsUsed
 
 
@@ -191,6 +191,26 @@ class SnapshotCreateSerializer(ScopedInputSerializer):
 
     name = serializers.CharField(max_length=200)
     reason = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
+
+
+class WordSuggestionSerializer(serializers.ModelSerializer[WordSuggestion]):
+    """A question word learnt from votes for a predicate, and what an admin decided."""
+
+    scope = serializers.CharField(source="group_id", help_text="the workspace's group id")
+    decided_by = serializers.CharField(
+        source="decided_by.username", default=None, allow_null=True,
+        help_text="the admin who accepted or dismissed it",
+    )  # fmt: skip
+
+    class Meta:
+        model = WordSuggestion
+        fields = ["id", "scope", "predicate", "word", "support", "against", "status",
+                  "decided_by", "decided_at", "created_at"]  # fmt: skip
+        extra_kwargs = {
+            "support": {"help_text": "questions that used the word and found a fact of the "
+                        "predicate helpful"},
+            "against": {"help_text": "questions that used it and voted such a fact down"},
+        }  # fmt: skip
 
 
 class SnapshotSerializer(serializers.ModelSerializer[Snapshot]):

@@ -29,6 +29,7 @@ from retrieval.api.serializers import (
     SnapshotCreateSerializer,
     SnapshotSerializer,
     TombstoneSerializer,
+    WordSuggestionSerializer,
 )
 from retrieval.domain.context import (
     DEFAULT_BUDGET,
@@ -46,7 +47,7 @@ from retrieval.domain.query import (
     Query,
     parse_query,
 )
-from retrieval.models import SearchHit, Snapshot
+from retrieval.models import SearchHit, Snapshot, WordSuggestion
 from retrieval.selectors import CitedResult
 from retrieval.services.context import pack_payload
 from retrieval.services.erasure import ErasureRefused
@@ -55,6 +56,11 @@ from retrieval.services.search import server_timing
 from retrieval.services.snapshots import (
     SnapshotRefused,
     snapshot_take,
+)
+from retrieval.services.word_learning import (
+    SuggestionDecided,
+    word_suggestion_accept,
+    word_suggestion_dismiss,
 )
 from retrieval.tasks import snapshots_build
 from tenants import rls
@@ -328,6 +334,68 @@ class TombstoneView(APIView):
         if tombstone is None:
             raise exceptions.NotFound("No such tombstone.")
         return Response(TombstoneSerializer(tombstone).data)
+
+
+class QuestionWordsView(APIView):
+    """Question words learnt from votes, by predicate, newest first: which words the
+    workspace's people use for a relation that its ontology does not list. Admins accept
+    (the word joins the predicate's sense) or dismiss each; nothing is added otherwise."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("scope", str, description="only this workspace (one of the caller's)"),
+            OpenApiParameter(
+                "status", str, enum=[*WordSuggestion.Status.values, "all"],
+                description="pending (default), accepted, dismissed, or all",
+            ),
+        ],
+        responses={200: WordSuggestionSerializer(many=True),
+                   400: OpenApiResponse(description="an unknown status"),
+                   404: OpenApiResponse(description="no such scope visible to the caller")},
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        wanted = request.query_params.get("status", WordSuggestion.Status.PENDING)
+        if wanted not in {*WordSuggestion.Status.values, "all"}:
+            choices = ", ".join([*WordSuggestion.Status.values, "all"])
+            raise exceptions.ValidationError({"status": f"one of {choices}"})
+        rows = WordSuggestion.objects.select_related("decided_by").order_by("-updated_at", "-pk")
+        if wanted != "all":
+            rows = rows.filter(status=wanted)
+        if scope := request.query_params.get("scope"):
+            if scope not in principal_of(request).group_ids:
+                raise exceptions.NotFound("No such scope.")
+            rows = rows.filter(group_id=scope)
+        return Response(WordSuggestionSerializer(rows[:500], many=True).data)
+
+
+class QuestionWordDecisionView(APIView):
+    """Accept (the word is added to the predicate's sense: an audited ontology edit) or
+    dismiss (never suggested again) a learnt question word; the workspace's admins."""
+
+    decision = "accept"
+
+    @extend_schema(
+        request=None,
+        responses={200: WordSuggestionSerializer,
+                   400: OpenApiResponse(description="the sense cannot take another word"),
+                   403: OpenApiResponse(description="not an admin of its workspace"),
+                   404: OpenApiResponse(description="no such suggestion visible to the caller"),
+                   409: OpenApiResponse(description="accepted or dismissed before")},
+    )  # fmt: skip
+    def post(self, request: Request, pk: int) -> Response:
+        row = WordSuggestion.objects.filter(pk=pk).first() if pk <= MAX_ID else None
+        if row is None:  # row-level security: another workspace's is not there
+            raise exceptions.NotFound("No such suggestion.")
+        decide = word_suggestion_accept if self.decision == "accept" else word_suggestion_dismiss
+        try:
+            decided = decide(actor=principal_of(request), group_id=row.group_id, pk=row.pk)
+        except PermissionDenied as error:
+            raise exceptions.PermissionDenied(str(error)) from None
+        except SuggestionDecided as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        except ValueError as error:
+            raise exceptions.ValidationError({"detail": str(error)}) from None
+        return Response(WordSuggestionSerializer(decided).data)
 
 
 class SnapshotListView(APIView):

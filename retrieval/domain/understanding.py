@@ -205,19 +205,22 @@ def choose_mentions(spans: Sequence[Span], known: set[str]) -> list[Span]:
     return sorted(chosen, key=lambda span: span.start)
 
 
-def _stem(word: str) -> str:
-    """A light English stem: enough to meet "runs"/"running" with "run", and "relies" /
-    "dependencies" with "rely" / "dependency"."""
+def stem(word: str) -> str:
+    """A light English stem: enough to meet "runs"/"running" with "run", "relies" /
+    "dependencies" with "rely" / "dependency", and "bosses" with "boss" (a double s is
+    no plural)."""
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
     for suffix in ("ning", "ing", "es", "s", "ed"):
+        if suffix == "s" and word.endswith("ss"):
+            continue
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
 
 
 def _bag(text: str) -> list[str]:
-    return [_stem(word) for word in _WORD.findall(text.casefold())]
+    return [stem(word) for word in _WORD.findall(text.casefold())]
 
 
 def masked(text: str, mentions: Sequence[Span]) -> str:
@@ -259,7 +262,7 @@ def _read(question: str) -> _Question:
     plain = tuple(
         word for word in _WORD.findall(question.casefold()) if word != slot and len(word) > 1
     )
-    return _Question(plain=plain, bag=[_stem(word) for word in plain], answer=_answer(question))
+    return _Question(plain=plain, bag=[stem(word) for word in plain], answer=_answer(question))
 
 
 def _answer(question: str) -> str:
@@ -286,8 +289,8 @@ def _vocabulary(sense: PredicateSense) -> tuple[frozenset[str], frozenset[str], 
         elif len(written) == 1:
             exact.add(written[0])  # even a function word, when listed alone ("whose")
         elif written:
-            phrases.append([_stem(token) for token in written])
-    return frozenset(exact), frozenset(_stem(word) for word in exact), phrases
+            phrases.append([stem(token) for token in written])
+    return frozenset(exact), frozenset(stem(word) for word in exact), phrases
 
 
 def _contains(bag: Sequence[str], phrase: Sequence[str]) -> bool:
@@ -331,26 +334,26 @@ def relation_scores(
     """
     read = _read(question)
     asked = answer_kind(question)
-    content = [(word, stem) for word, stem in zip(read.plain, read.bag, strict=True)]
+    content = [(word, root) for word, root in zip(read.plain, read.bag, strict=True)]
     mean, spread = _spread(semantic or {})
     vocabularies = {name: _vocabulary(sense) for name, sense in ontology.senses.items()}
     # A word several predicates list tells them apart less: each gets its share of it.
     shared: dict[str, int] = {}
     for _, stems, _ in vocabularies.values():
-        for stem in stems:
-            shared[stem] = shared.get(stem, 0) + 1
+        for root in stems:
+            shared[root] = shared.get(root, 0) + 1
     scores: dict[str, float] = {}
     for name, sense in ontology.senses.items():
         forms = [_read(form).bag for form in sense.questions]
         shape = max((_dice(read.bag, form) for form in forms), default=0.0)
         exact, stems, phrases = vocabularies[name]
         hits = sum(
-            (1.0 if word in exact else 0.5) / shared.get(stem, 1)
-            for word, stem in content
-            if (stem in stems and word not in FUNCTION_WORDS) or word in exact
+            (1.0 if word in exact else 0.5) / shared.get(root, 1)
+            for word, root in content
+            if (root in stems and word not in FUNCTION_WORDS) or word in exact
         )
         hits += sum(1.0 for phrase in phrases if _contains(read.bag, phrase))
-        answer = _stem(read.answer)
+        answer = stem(read.answer)
         if read.answer and (read.answer in exact or answer in stems):
             hits += ANSWER_WEIGHT / shared.get(answer, 1)
         meaning = 0.0

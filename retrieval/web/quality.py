@@ -24,9 +24,14 @@ from common.errors import PermissionDenied
 from common.htmx import htmx_partial
 from retrieval import selectors, usecases
 from retrieval.domain.evaluation import Floors
-from retrieval.models import EvaluationRun, WeightSet
+from retrieval.models import EvaluationRun, WeightSet, WordSuggestion
 from retrieval.services.calibration import RunInProgress
 from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
+from retrieval.services.word_learning import (
+    SuggestionDecided,
+    word_suggestion_accept,
+    word_suggestion_dismiss,
+)
 from retrieval.web import charts
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -91,6 +96,9 @@ def _page_context(request: HttpRequest, **extra: object) -> dict[str, object]:
         "worst": worst,
         "weight_sets": weight_sets,
         "active_version": next(row.version for row in weight_sets if row.active),
+        "question_words": WordSuggestion.objects.filter(
+            group_id=group_id, status=WordSuggestion.Status.PENDING
+        ).order_by("-support", "word")[:100],
         **_charts_context(group_id, _range(request), timezone.now()),
         **extra,
     }
@@ -173,4 +181,26 @@ def quality_evaluate(request: HttpRequest) -> HttpResponse:
         passed = run.status == EvaluationRun.Status.PASSED
         level = messages.success if passed else messages.warning
         level(request, f"Evaluation of v{run.weight_version}: {run.status}. {run.message}")
+    return _back(workspace.group_id)
+
+
+@login_required
+@require_POST
+def question_word_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
+    """Accept or dismiss a question word learnt from votes (the workspace's admins)."""
+    principal = request_principal(request)
+    workspace, _ = _workspace(request, principal)
+    decide = {"accept": word_suggestion_accept, "dismiss": word_suggestion_dismiss}.get(decision)
+    if decide is None:
+        raise Http404("No such decision.")
+    try:
+        row = decide(actor=principal, group_id=workspace.group_id, pk=pk)
+    except WordSuggestion.DoesNotExist:
+        raise Http404("No such question word in this workspace.") from None
+    except PermissionDenied as error:
+        raise DjangoPermissionDenied(str(error)) from None
+    except (SuggestionDecided, ValueError) as error:
+        messages.warning(request, str(error))
+    else:
+        messages.success(request, f"{row.word!r} {row.status} for {row.predicate}.")
     return _back(workspace.group_id)

@@ -16,4 +16,6 @@ urlpatterns = [
          name="quality-activate"),
     path("quality/weights/default", quality.weights_reset, name="quality-reset"),
     path("quality/evaluate", quality.quality_evaluate, name="quality-evaluate"),
+    path("quality/words/<int:pk>/<str:decision>", quality.question_word_decide,
+         name="quality-word"),
 ]  # fmt: skip

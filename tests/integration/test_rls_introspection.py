@@ -16,6 +16,7 @@ until `_fill` writes one, and a new one without RLS fails the catalog check at o
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ from retrieval.services.index import index_catch_up
 from retrieval.services.search import Query, feedback_record, search
 from retrieval.services.snapshots import Pinning, snapshot_copy, snapshot_take
 from retrieval.services.weights import weight_set_activate
+from retrieval.services.word_learning import question_words_learn
 from retrieval.tasks import flush_provider_usage
 from tenants import rls
 from tenants.domain.access import Principal
@@ -157,6 +159,15 @@ def _fill(tenant: Tenant, root: Path) -> None:
         )
         assert result.hits[0].hit_id is not None
         feedback_record(hit_id=result.hits[0].hit_id, helpful=True, user_id=tenant.admin.pk)
+        # A question word learnt from a vote, waiting for an admin.
+        asked = search(
+            query=Query(text="which iron carries billing-api"), embedder=providers.embedder(),
+            now=timezone.now(), user_id=tenant.admin.pk,
+        )  # fmt: skip
+        feedback_record(hit_id=asked.hits[0].hit_id, helpful=True, user_id=tenant.admin.pk)
+        since = timezone.now() - dt.timedelta(days=1)
+        group_id = tenant.workspace.group_id
+        assert question_words_learn(group_id=group_id, since=since, min_support=1) > 0
         # The learning loop: a golden query, a calibration (its candidate weight set),
         # its activation, and an evaluation with its per-query result.
         group_id = tenant.workspace.group_id

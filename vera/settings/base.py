@@ -163,6 +163,7 @@ CELERY_TASK_ROUTES = {
     "retrieval.snapshots_build": {"queue": "maintenance"},
     "retrieval.flush_provider_usage": {"queue": "maintenance"},
     "retrieval.expire_context_packs": {"queue": "maintenance"},
+    "retrieval.learn_question_words": {"queue": "maintenance"},
 }
 # Beat reads its schedule from the database (django-celery-beat): the entries below are
 # written there at each start; the nightly learning jobs are rows a migration created,

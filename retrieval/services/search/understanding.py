@@ -181,16 +181,23 @@ def _had(entity_ids: set[int], groups: list[str]) -> Facts:
         .values_list("predicate", flat=True)
         .distinct()
     )
-    words: dict[str, list[str]] = {predicate: [] for predicate in (*kinds, *incoming)}
-    configs = Source.objects.filter(group_id__in=groups, kind=ConnectorKind.CMDB).values_list(
+    words = mapped_columns(groups, {*kinds, *incoming})
+    return Facts(outgoing=tuple(kinds), incoming=incoming, kinds=kinds, words=words)
+
+
+def mapped_columns(groups: Iterable[str], predicates: Iterable[str]) -> dict[str, list[str]]:
+    """Each predicate's columns a CMDB source of these workspaces maps onto it (one
+    query): the words its data was named by, for a predicate no sense describes."""
+    words: dict[str, list[str]] = {predicate: [] for predicate in predicates}
+    configs = Source.objects.filter(group_id__in=list(groups), kind=ConnectorKind.CMDB).values_list(
         "config", flat=True
     )
     for config in configs:
         mapping = config.get("mapping") if isinstance(config, dict) else None
         for column, predicate in (mapping or {}).items():
-            if predicate in words and isinstance(column, str):
+            if predicate in words and isinstance(column, str) and column not in words[predicate]:
                 words[predicate].append(column)
-    return Facts(outgoing=tuple(kinds), incoming=incoming, kinds=kinds, words=words)
+    return words
 
 
 def _values(survivors: Mapping[rules.Span, list[Entity]]) -> dict[rules.Span, dict[str, int]]:
