@@ -195,10 +195,14 @@ class EntityAlias(models.Model):
             models.UniqueConstraint(fields=["group_id", "alias_norm"], name="alias_once_per_group")
         ]
         # GiST, not GIN: fuzzy resolution asks for the nearest alias by trigram distance
-        # (ORDER BY <-> LIMIT 1), which only GiST answers from the index.
+        # (ORDER BY <-> LIMIT 1), which only GiST answers from the index. The workspace
+        # leads (btree_gist), so the scan stays inside the workspace asked about however
+        # many aliases other tenants have; so do the name-part lookups of understanding.
         indexes = [
             GistIndex(
-                fields=["alias_norm"], opclasses=["gist_trgm_ops"], name="alias_norm_trgm_gist"
+                fields=["group_id", "alias_norm"],
+                opclasses=["gist_text_ops", "gist_trgm_ops"],
+                name="alias_group_trgm_gist",
             )
         ]
 

@@ -209,6 +209,7 @@ class Postgres:
             ) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+                conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gist")
 
     def stop(self) -> None:
         if self.running():

@@ -150,6 +150,16 @@ def system_finder(signature: str, *, returns: str, body: str) -> migrations.RunS
 _USAGE_GROUPS: ContextVar[frozenset[str]] = ContextVar("vera_usage_groups", default=frozenset())
 
 
+_VISIBLE_GROUPS: ContextVar[frozenset[str]] = ContextVar("vera_visible_groups", default=frozenset())
+
+
+def visible_groups() -> frozenset[str]:
+    """Every group the active principal sees rows of (its own and those it reads the
+    published knowledge of): for a query to name them, so the planner can use an index
+    that leads with the group, while row-level security stays the guard."""
+    return _VISIBLE_GROUPS.get()
+
+
 def usage_groups() -> frozenset[str]:
     """The groups the work in progress is for: the active principal's, or one named group."""
     return _USAGE_GROUPS.get()
@@ -208,6 +218,7 @@ def activate(principal: Principal, *, using: str = "default") -> None:
     # Not reset here: the request's tenant_context (TenantContextMiddleware) encloses this
     # and restores the groups on its exit.
     _USAGE_GROUPS.set(principal.group_ids)
+    _VISIBLE_GROUPS.set(principal.group_ids | principal.reads)
     trace_groups(principal)
 
 
@@ -236,9 +247,11 @@ def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[
     with transaction.atomic(using=using):
         previous = _set_both(_encode(principal), _encode_reads(principal), using=using)
         token = _USAGE_GROUPS.set(principal.group_ids)
+        visible = _VISIBLE_GROUPS.set(principal.group_ids | principal.reads)
         try:
             yield principal
         finally:
+            _VISIBLE_GROUPS.reset(visible)
             _USAGE_GROUPS.reset(token)
         # The outermost block's commit ends the setting with the transaction: nothing to
         # restore (a round trip saved on every request and job).

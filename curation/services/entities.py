@@ -15,7 +15,7 @@ and undone (`alias_unlink`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from django.contrib.postgres.search import TrigramDistance
@@ -365,21 +365,6 @@ def _absorbed(entity: Entity) -> list[int]:
             Entity.objects.filter(merged_into_id__in=frontier).values_list("pk", flat=True)
         )
         members.extend(frontier)
-    return members
-
-
-def entity_members(entities: Iterable[Entity]) -> set[int]:
-    """The entities' ids and those of every entity merged into them, however deep: the
-    ids their claims are filed under (claims keep the entity they were recorded with).
-    One query per level of merging, for all of them at once."""
-    members = {entity.pk for entity in entities}
-    frontier = set(members)
-    while frontier:
-        frontier = (
-            set(Entity.objects.filter(merged_into_id__in=frontier).values_list("pk", flat=True))
-            - members
-        )
-        members |= frontier
     return members
 
 

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from django.db.models import Count, Q
+from django.db import connection
+from django.db.models import Count, Manager, Q, QuerySet
 
 from curation.domain.ontology import DEFAULT_ONTOLOGY, ENTITY_SLOT, Ontology
 from curation.domain.sources import ConnectorKind
@@ -24,9 +25,10 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Entity, EntityAlias, Source
 from curation.ports import Embedder
 from curation.selectors import ontologies_for
-from curation.services.entities import canonical, entity_members
+from curation.services.entities import canonical
 from retrieval.domain import understanding as rules
 from retrieval.domain.understanding import Understanding
+from tenants import rls
 
 OntologyReader = Callable[[Iterable[str]], Mapping[str, Ontology]]
 _FORMS_CACHE: dict[tuple[str, str, tuple[str, ...]], np.ndarray] = {}
@@ -39,6 +41,11 @@ def default_ontologies(groups: Iterable[str]) -> Mapping[str, Ontology]:
     return ontologies_for(groups)
 
 
+# What understanding reads of an alias and its entity (not the alias's vector).
+_ALIAS_FIELDS = ("alias_norm", "entity__group_id", "entity__canonical_name",
+                 "entity__merged_into_id", "entity__entity_type")  # fmt: skip
+
+
 def _mentions(text: str) -> tuple[list[rules.Span], dict[str, list[Entity]], bool]:
     """The question's mentions of visible entities, the entities each names, and whether
     they are only parts of names: whole names and aliases; when it names none so, a
@@ -48,8 +55,8 @@ def _mentions(text: str) -> tuple[list[rules.Span], dict[str, list[Entity]], boo
     if not spans:
         return [], {}, False
     found: dict[str, list[Entity]] = {}
-    rows = EntityAlias.objects.filter(alias_norm__in={span.norm for span in spans})
-    for alias in rows.select_related("entity"):
+    rows = _visible(EntityAlias.objects).filter(alias_norm__in={span.norm for span in spans})
+    for alias in rows.select_related("entity").only(*_ALIAS_FIELDS):
         found.setdefault(alias.alias_norm, []).append(alias.entity)
     chosen = rules.choose_mentions(spans, set(found))
     if chosen:
@@ -62,13 +69,22 @@ def _mentions(text: str) -> tuple[list[rules.Span], dict[str, list[Entity]], boo
     return sorted(chosen, key=lambda span: span.start), found, bool(chosen)
 
 
+def _visible(aliases: Manager[EntityAlias]) -> QuerySet[EntityAlias]:
+    """The aliases of the groups the caller sees, named in the query: the index on
+    (group, alias) answers, however many aliases other tenants have (row-level security
+    alone leaves the planner blind to how few rows are the caller's)."""
+    return aliases.filter(group_id__in=sorted(rls.visible_groups()))
+
+
 def _named_in_part(word: str) -> list[Entity]:
     """The entities (at most `rules.MAX_PART_ENTITIES`) one of whose names has `word` as
     a whole word; none when more do (the word names nobody in particular). The trigram
     index on aliases answers the pattern."""
     pattern = Q(alias_norm__startswith=f"{word} ") | Q(alias_norm__endswith=f" {word}")
     pattern |= Q(alias_norm__contains=f" {word} ")
-    rows = EntityAlias.objects.filter(pattern).select_related("entity")
+    rows = (
+        _visible(EntityAlias.objects).filter(pattern).select_related("entity").only(*_ALIAS_FIELDS)
+    )
     entities: dict[int, Entity] = {}
     for alias in rows[: rules.MAX_PART_ENTITIES * 8]:
         survivor = canonical(alias.entity)
@@ -96,8 +112,8 @@ def understand(
     ontology = merged(ontologies(list(groups)).values()) if groups else DEFAULT_ONTOLOGY
     named = [survivor for span in subjects for survivor in survivors[span]]
     question = rules.masked(query_text, subjects)
-    members = entity_members(named)
-    facts = _had(members, list(groups))
+    facts = _had({entity.pk for entity in named}, list(groups))
+    members = facts.members
     # "who reports to X" asks X's relation backwards, when X is the object of facts;
     # so does any question about a thing that is only ever an object ("ACME products").
     inverse = bool(facts.incoming) and (rules.asks_inversely(question) or not facts.outgoing)
@@ -152,37 +168,64 @@ _EVER = (ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED)
 class Facts:
     """What the mentioned entities have facts of: the predicates they are the subject of
     (`outgoing`) and the object of (`incoming`), the kinds of value each outgoing one
-    has, and the columns a CMDB source maps onto each (its words, when no sense says)."""
+    has, the columns a CMDB source maps onto each (its words, when no sense says), and
+    the ids their claims are filed under (`members`: theirs and what merged into them)."""
 
     outgoing: tuple[str, ...] = ()
     incoming: tuple[str, ...] = ()
     kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
     words: Mapping[str, list[str]] = field(default_factory=dict)
+    members: frozenset[int] = frozenset()
+
+
+# In one round trip (every search that names an entity runs it): the entities and all
+# merged into them, however deep; one value of each predicate they are the subject of
+# (its kind is read from it); the predicates they are the object of. Indexed on the
+# claims' subject and object; row-level security applies as to any query.
+_FACTS_SQL = """
+    WITH RECURSIVE members(id) AS (
+        SELECT unnest(%(ids)s::bigint[])
+        UNION
+        SELECT e.id FROM curation_entity e JOIN members m ON e.merged_into_id = m.id
+    ),
+    outgoing AS (
+        SELECT DISTINCT ON (c.predicate) c.predicate, c.object_entity_id, c.object_literal
+        FROM curation_claim c
+        WHERE c.subject_id IN (SELECT id FROM members) AND c.status = ANY(%(ever)s)
+        ORDER BY c.predicate, c.id DESC
+    )
+    SELECT 'out', predicate, object_entity_id, object_literal FROM outgoing
+    UNION ALL
+    SELECT DISTINCT 'in', c.predicate, NULL::bigint, NULL FROM curation_claim c
+    WHERE c.object_entity_id IN (SELECT id FROM members) AND c.status = ANY(%(ever)s)
+    UNION ALL
+    SELECT 'member', NULL, id, NULL FROM members
+"""
 
 
 def _had(entity_ids: set[int], groups: list[str]) -> Facts:
-    """The entities' facts as `Facts` (three indexed queries, under row-level security:
-    one value per predicate read for its kind)."""
+    """The entities' facts as `Facts` (two queries, under row-level security)."""
     if not entity_ids:
         return Facts()
-    ever = Claim.objects.filter(status__in=_EVER)
     kinds: dict[str, frozenset[str]] = {}
-    sample = (
-        ever.filter(subject_id__in=entity_ids)
-        .order_by("predicate", "-pk")
-        .distinct("predicate")
-        .values_list("predicate", "object_entity_id", "object_literal")
-    )
-    for predicate, object_id, literal in sample:
-        kinds[predicate] = frozenset({rules.value_kind(literal, named=object_id is not None)})
-    incoming = tuple(
-        ever.filter(object_entity_id__in=entity_ids)
-        .order_by()
-        .values_list("predicate", flat=True)
-        .distinct()
-    )
+    incoming: list[str] = []
+    members: set[int] = set()
+    with connection.cursor() as cursor:
+        cursor.execute(_FACTS_SQL, {"ids": sorted(entity_ids), "ever": [str(s) for s in _EVER]})
+        for side, predicate, object_id, literal in cursor.fetchall():
+            if side == "out":
+                kinds[predicate] = frozenset(
+                    {rules.value_kind(literal, named=object_id is not None)}
+                )
+            elif side == "in":
+                incoming.append(predicate)
+            else:
+                members.add(object_id)
     words = mapped_columns(groups, {*kinds, *incoming})
-    return Facts(outgoing=tuple(kinds), incoming=incoming, kinds=kinds, words=words)
+    return Facts(
+        outgoing=tuple(kinds), incoming=tuple(incoming), kinds=kinds, words=words,
+        members=frozenset(members),
+    )  # fmt: skip
 
 
 def mapped_columns(groups: Iterable[str], predicates: Iterable[str]) -> dict[str, list[str]]:
