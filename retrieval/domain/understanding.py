@@ -510,6 +510,26 @@ def asked_relation(scores: Mapping[str, float]) -> tuple[str, ...]:
     return (ranked[0][0],)
 
 
+def time_as_topic(
+    as_of: dt.datetime | None, said: str, named: Sequence[str], *, changed: bool, then: bool
+) -> str:
+    """Why a time the question states does not narrow the search ("" when it does). It
+    narrows only a question about named entities whose facts have a history (some fact
+    of theirs ended) and were valid then: "where did X run in 2019". Otherwise the time
+    is what the question is about ("what did Melanie paint in 2022", "interceptions in
+    2015"): it stays a search term, and the facts recorded since still answer."""
+    if as_of is None:
+        return ""
+    when = f"{as_of:%Y-%m-%d} ({said!r})" if said else f"{as_of:%Y-%m-%d}"
+    if not named:
+        return f"no entity named has a history to read at {when}: the time is a search term"
+    if not changed:
+        return f"the facts of {', '.join(named)} never changed: {when} is a search term"
+    if not then:
+        return f"nothing about {', '.join(named)} was valid as of {when}: searched without it"
+    return ""
+
+
 def stated_time(text: str) -> tuple[dt.datetime | None, str]:
     """The end of the day, month or year the question states (UTC), and its words."""
     match = _TIME.search(text)

@@ -377,3 +377,17 @@ def test_a_date_written_in_the_question_answers_that_period_and_is_not_dropped(
             assert result.understood.time_fallback == "", question
             first = Claim.objects.get(pk=result.hits[0].claim_id)
             assert (first.predicate, str(first.object_entity)) == ("RUNS_ON", host), question
+
+
+def test_a_date_before_an_items_history_searches_without_it_and_says_why(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    _load(tenant_a, tmp_path / "cmdb.csv", seed=13)
+    with rls.tenant_context(tenant_a.principal(tenant_a.viewer)):
+        result = retrieval_bootstrap.search()(
+            query=Query(text="where did svc-a run in 2001", k=10), now=timezone.now()
+        )
+    assert result.understood.time_fallback == (
+        "nothing about svc-a was valid as of 2001-12-31 ('in 2001'): searched without it"
+    )
+    assert result.hits, "the time is not a wall: the current facts still answer"

@@ -95,7 +95,8 @@ def test_a_stated_time_nothing_was_valid_at_falls_back_to_now_and_says_so(
     result = _search(reviewer, "where did payments-api run as of March 2020")
     understood = result["understood"]
     assert understood["time_fallback"] == (
-        "nothing was valid as of 2020-03-31 ('as of March 2020'): searched without the time"
+        "nothing about payments-api was valid as of 2020-03-31 ('as of March 2020'): "
+        "searched without it"
     )
     assert result["hits"][0]["fact"] == "payments-api runs on k8s-prod-2."
 
@@ -134,6 +135,19 @@ def test_the_understood_list_weighs_what_the_workspace_active_set_learnt(
     assert _search(reviewer, "where does the unknown-service run")["understood"]["weight"] is None
 
 
+def test_a_year_about_facts_that_never_changed_is_a_search_term_and_says_so(
+    reviewer: Client,
+) -> None:
+    # ledger-db's facts were recorded once and never ended: a year cannot pick a revision
+    # of them, so it is what the question is about, not a time to search at.
+    result = _search(reviewer, "what did ledger-db depend on in 2015")
+    understood = result["understood"]
+    assert understood["time_fallback"] == (
+        "the facts of ledger-db never changed: 2015-12-31 ('in 2015') is a search term"
+    )
+    assert result["hits"], "the facts recorded since still answer"
+
+
 def test_nothing_is_understood_when_the_question_names_no_known_entity(reviewer: Client) -> None:
     understood = _search(reviewer, "where does the unknown-service run")["understood"]
     assert understood["entities"] == []
@@ -144,6 +158,6 @@ def test_the_portal_says_why_a_stated_time_did_not_narrow_the_search(reviewer: C
     page = reviewer.get("/search/", {"q": "where did payments-api run in 2019"})
     assert page.status_code == 200
     assert (
-        "nothing was valid as of 2019-12-31 (&#x27;in 2019&#x27;): searched without the time"
-        in (page.content.decode())
+        "nothing about payments-api was valid as of 2019-12-31 (&#x27;in 2019&#x27;): "
+        "searched without it" in (page.content.decode())
     )

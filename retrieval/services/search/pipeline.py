@@ -395,8 +395,10 @@ def search(
     started = embeddings_start(query, embedder=embedder, pinned=pinned)
     with watch.step("understand"):
         found = understand(query.text, ontologies=ontologies)
-    inferred = found.as_of is not None and query.as_of is None
-    if inferred:  # "as of March 2022" in the words
+    # "as of March 2022" in the words, about an entity with a history then (`understand`
+    # says why not otherwise, in `time_fallback`)
+    inferred = found.as_of is not None and query.as_of is None and not found.time_fallback
+    if inferred:
         query = replace(query, as_of=found.as_of)
     lists = stage1_lists(
         query, embedder=embedder, watch=watch, index=index, pinned=pinned, understanding=found,

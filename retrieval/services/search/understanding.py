@@ -11,9 +11,11 @@ model and ontology version by the same query embedder.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from django.db import connection
@@ -112,7 +114,7 @@ def understand(
     ontology = merged(ontologies(list(groups)).values()) if groups else DEFAULT_ONTOLOGY
     named = [survivor for span in subjects for survivor in survivors[span]]
     question = rules.masked(query_text, subjects)
-    facts = _had({entity.pk for entity in named}, list(groups))
+    facts = _had({entity.pk for entity in named}, list(groups), as_of)
     members = facts.members
     # "who reports to X" asks X's relation backwards, when X is the object of facts;
     # so does any question about a thing that is only ever an object ("ACME products").
@@ -127,7 +129,10 @@ def understand(
         # A word that is only part of a name is weak evidence: it names someone when the
         # question also asks a relation that person has ("where is Chen based"), not in
         # any sentence that happens to hold a capitalised word.
-        return Understanding(as_of=as_of, time_text=time_text, question=query_text)
+        return Understanding(
+            as_of=as_of, time_text=time_text, question=query_text,
+            time_fallback=rules.time_as_topic(as_of, time_text, [], changed=False, then=False),
+        )  # fmt: skip
     return Understanding(
         entities=tuple(names),
         groups=tuple(groups),
@@ -142,6 +147,9 @@ def understand(
             if len(survivors[s]) > 1
         ),
         answer=rules.answer_kind(question),
+        time_fallback=rules.time_as_topic(
+            as_of, time_text, list(names), changed=facts.changed, then=facts.then
+        ),
         kinds=kinds,
         as_of=as_of,
         time_text=time_text,
@@ -176,6 +184,8 @@ class Facts:
     kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
     words: Mapping[str, list[str]] = field(default_factory=dict)
     members: frozenset[int] = frozenset()
+    changed: bool = False  # some fact of theirs has ended: they have a history
+    then: bool = False  # some fact of theirs was valid at the time asked about
 
 
 # In one round trip (every search that names an entity runs it): the entities and all
@@ -200,31 +210,44 @@ _FACTS_SQL = """
     WHERE c.object_entity_id IN (SELECT id FROM members) AND c.status = ANY(%(ever)s)
     UNION ALL
     SELECT 'member', NULL, id, NULL FROM members
+    UNION ALL
+    SELECT 'changed', NULL, NULL, NULL WHERE EXISTS (
+        SELECT 1 FROM curation_claim c WHERE c.subject_id IN (SELECT id FROM members)
+        AND c.status = ANY(%(ever)s) AND c.valid_to IS NOT NULL)
+    UNION ALL
+    SELECT 'then', NULL, NULL, NULL WHERE EXISTS (
+        SELECT 1 FROM curation_claim c WHERE c.subject_id IN (SELECT id FROM members)
+        AND c.status = ANY(%(ever)s) AND c.valid_from <= %(at)s
+        AND (c.valid_to IS NULL OR c.valid_to > %(at)s))
 """
 
 
-def _had(entity_ids: set[int], groups: list[str]) -> Facts:
-    """The entities' facts as `Facts` (two queries, under row-level security)."""
+def _had(entity_ids: set[int], groups: list[str], at: dt.datetime | None = None) -> Facts:
+    """The entities' facts as `Facts` (two queries, under row-level security); `then`
+    answers for the time `at` (None: never)."""
     if not entity_ids:
         return Facts()
     kinds: dict[str, frozenset[str]] = {}
     incoming: list[str] = []
     members: set[int] = set()
+    params: dict[str, Any] = {"ids": sorted(entity_ids), "ever": [str(s) for s in _EVER], "at": at}
     with connection.cursor() as cursor:
-        cursor.execute(_FACTS_SQL, {"ids": sorted(entity_ids), "ever": [str(s) for s in _EVER]})
-        for side, predicate, object_id, literal in cursor.fetchall():
-            if side == "out":
-                kinds[predicate] = frozenset(
-                    {rules.value_kind(literal, named=object_id is not None)}
-                )
-            elif side == "in":
-                incoming.append(predicate)
-            else:
-                members.add(object_id)
+        cursor.execute(_FACTS_SQL, params)
+        rows = cursor.fetchall()
+    sides = {row[0] for row in rows}
+    for side, predicate, object_id, literal in rows:
+        if side == "out":
+            kind = rules.value_kind(literal, named=object_id is not None)
+            kinds[predicate] = frozenset({kind})
+        elif side == "in":
+            incoming.append(predicate)
+        elif side == "member":
+            members.add(object_id)
     words = mapped_columns(groups, {*kinds, *incoming})
     return Facts(
         outgoing=tuple(kinds), incoming=tuple(incoming), kinds=kinds, words=words,
-        members=frozenset(members),
+        members=frozenset(members), changed="changed" in sides,
+        then=at is not None and "then" in sides,
     )  # fmt: skip
 
 
