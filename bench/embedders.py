@@ -16,7 +16,9 @@ the documents they cite:
 - XQuAD vi dev: Vietnamese questions over the Vietnamese paragraphs (full text, dense,
   fused) and the parallel English questions over the same paragraphs (dense, fused).
 
-"fused" is what search ranks by (weighted RRF with the configured base weights and
+"search" is the whole read path as the API runs it (`pipeline.search`: understanding,
+a time stated in the question, stage 1, the blend); "fused" is what stage 1 hands it
+(weighted RRF with the configured base weights and
 the weak-list rule of `retrieval.domain.fusion`); "rrf" is plain RRF of both lists.
 
 `--companions A+B`: the workspace of A is also searched with B as its companion model
@@ -151,10 +153,13 @@ def _evaluate(
 ) -> dict[str, float]:  # fmt: skip
     """nDCG@10 per list and fused, over the dataset's judged queries, as search ranks
     (with `embedder`, e.g. the catalog of offered models; else the configured one)."""
+    from django.utils import timezone
+
     from curation.models import Evidence
+    from retrieval import bootstrap
     from retrieval.domain import ranking
     from retrieval.domain.query import Query
-    from retrieval.services.search import fuse, stage1_lists
+    from retrieval.services.search import fuse, pipeline, stage1_lists
     from tenants import rls
     from tenants.selectors import principal_system
     from vera import wiring
@@ -163,6 +168,7 @@ def _evaluate(
     rows = [json.loads(line) for line in (EVAL / folder / queries_file).open(encoding="utf-8")]
     queries = [q for q in rows if q["_id"] in qrels][:limit]
     embedder = embedder or wiring.query_embedder()
+    providers = bootstrap.providers()
     scores: dict[str, list[float]] = defaultdict(list)
     weakened = 0
     with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
@@ -182,7 +188,13 @@ def _evaluate(
                 **lists.rankings,
                 "rrf": sorted(plain, key=lambda c: (-plain[c], c)),
                 "fused": sorted(fused, key=lambda c: (-fused[c], c)),
-            }
+                # The whole read path as the API runs it: understanding (a time in the
+                # question, the relation asked), stage 1, the blend.
+                "search": [hit.claim_id for hit in pipeline.search(
+                    query=query, now=timezone.now(), record=False, embedder=embedder,
+                    reranking=providers.reranking(), fusion=providers.fusion(),
+                ).hits],
+            }  # fmt: skip
             for name, ids in methods.items():
                 scores[name].append(ndcg_at_10(documents(ids, doc_of), qrels[q["_id"]]))
     out = {name: sum(values) / len(values) for name, values in scores.items()}
@@ -240,7 +252,7 @@ def _companion_rows(
                     group_id, folder, queries_file, qrels_file, limit,
                     embedder=wiring.embedder_catalog(),
                 )  # fmt: skip
-                for name in (*lists, "rrf", "fused"):
+                for name in (*lists, "rrf", "fused", "search"):
                     if name in got:
                         table[f"{label} {name}"][pair] = f"{got[name]:.4f}"
                 for name in [name for name in got if name.startswith("companion@")]:
@@ -276,7 +288,7 @@ def main() -> int:
             with override_settings(VERA_EMBEDDER__PROVIDER=embedder):
                 for label, queries_file, qrels_file, lists in query_sets:
                     got = _evaluate(group_id, folder, queries_file, qrels_file, args.queries)
-                    for name in (*lists, "rrf", "fused"):
+                    for name in (*lists, "rrf", "fused", "search"):
                         if name in got:
                             table[f"{label} {name}"][embedder] = f"{got[name]:.4f}"
                     table[f"{label} weakened/queries"][embedder] = (
