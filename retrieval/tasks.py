@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from celery import current_task
 from django.conf import settings
@@ -147,16 +147,27 @@ def learn_question_words() -> dict[str, str]:
     its people use for a relation its ontology does not list, kept as suggestions for an
     admin (`retrieval.services.word_learning`); how many wait in each."""
     since = timezone.now() - learning_window()
+
+    def learn(group_id: str) -> str:
+        return f"{question_words_learn(group_id=group_id, since=since)} suggestions pending"
+
+    return in_each("question-words", groups_with_votes(since), learn)
+
+
+def in_each(job: str, group_ids: Iterable[str], work: Callable[[str], str]) -> dict[str, str]:
+    """`work` for each workspace in turn, in a context of that workspace alone (a
+    principal of `job`); what it said of each, or the error that ended its turn (logged;
+    one workspace's failure never stops the others')."""
     outcomes: dict[str, str] = {}
-    for group_id in groups_with_votes(since):
+    for group_id in group_ids:
         try:
-            with rls.tenant_context(principal_system("question-words", group_ids=[group_id])):
-                pending = question_words_learn(group_id=group_id, since=since)
+            with rls.tenant_context(principal_system(job, group_ids=[group_id])):
+                outcomes[group_id] = work(group_id)
         except Exception as error:  # one workspace's failure must not stop the others'
-            logger.exception("learning the question words of %s failed", group_id)
+            logger.exception("%s of %s failed", job, group_id)
             outcomes[group_id] = f"error: {type(error).__name__}: {error}"
         else:
-            outcomes[group_id] = f"{pending} suggestions pending"
+            logger.info("%s of %s: %s", job, group_id, outcomes[group_id])
     return outcomes
 
 
@@ -210,18 +221,12 @@ def expire_context_packs() -> dict[str, str]:
     if days <= 0:
         return {}
     before = timezone.now() - dt.timedelta(days=days)
-    outcomes: dict[str, str] = {}
-    for group_id in groups_with_packs_before(before):
-        try:
-            with rls.tenant_context(principal_system("pack-expiry", group_ids=[group_id])):
-                deleted = context_packs_expire(group_id=group_id, before=before)
-        except Exception as error:  # one workspace's failure must not stop the others'
-            logger.exception("expiring the context packs of %s failed", group_id)
-            outcomes[group_id] = f"error: {type(error).__name__}: {error}"
-            continue
-        outcomes[group_id] = f"deleted {deleted} served before {before.isoformat()}"
-        logger.info("context packs of %s: %s", group_id, outcomes[group_id])
-    return outcomes
+
+    def expire(group_id: str) -> str:
+        deleted = context_packs_expire(group_id=group_id, before=before)
+        return f"deleted {deleted} served before {before.isoformat()}"
+
+    return in_each("pack-expiry", groups_with_packs_before(before), expire)
 
 
 @task(name="retrieval.flush_provider_usage")
