@@ -333,6 +333,8 @@ def relation_scores(
       `KIND_PENALTY` when they cannot ("when" and only names), nothing when unknown.
     """
     read = _read(question)
+    if not read.plain:  # the name alone ("billing-api"): it asks no relation
+        return {}
     asked = answer_kind(question)
     content = [(word, root) for word, root in zip(read.plain, read.bag, strict=True)]
     mean, spread = _spread(semantic or {})

@@ -148,6 +148,15 @@ def test_a_year_about_facts_that_never_changed_is_a_search_term_and_says_so(
     assert result["hits"], "the facts recorded since still answer"
 
 
+def test_a_name_without_an_asked_relation_adds_no_understood_list(reviewer: Client) -> None:
+    # Every fact about billing-api would otherwise outrank what the words are about.
+    result = _search(reviewer, "billing-api")
+    assert result["understood"]["entities"] == ["billing-api"]
+    assert result["understood"]["predicates"] == []
+    assert result["understood"]["weight"] is None
+    assert all(hit["signals"]["understood"] == 0.0 for hit in result["hits"])
+
+
 def test_nothing_is_understood_when_the_question_names_no_known_entity(reviewer: Client) -> None:
     understood = _search(reviewer, "where does the unknown-service run")["understood"]
     assert understood["entities"] == []

@@ -226,7 +226,11 @@ def stage1_lists(
             if meaning:
                 understanding = with_meaning(understanding, meaning[0], each.embedder)
     found = understanding or Understanding()
-    if found.entities:
+    # The understood list is the asked relation of the named entities. Without a
+    # relation it would be every fact about them, by authority and date, which outranks
+    # the passage a question is about (a name in a question over prose); the full-text
+    # and vector lists already find the entity's facts by its name.
+    if found.entities and found.predicates:
         with watch.step("understood"):
             rankings["understood"] = index.understood(
                 found.entities, found.predicates, where, params, depth, objects=found.objects
