@@ -446,6 +446,33 @@ def kind_fits(asked: str, kinds: frozenset[str], sense: PredicateSense) -> bool 
 _TOWARD = frozenset({"to", "by", "from", "under", "on", "in", "at", "into", "onto"})
 
 
+def names_its_subjects(question: str, label: str) -> bool:
+    """Whether the (masked) question names the relation's subjects by a noun of its
+    verb, next to the entity: "X's (direct) *reports*", "the *reports* of X" for "reports
+    to"; "X's *hires*" for "hired by". A label that does not begin with its verb ("has
+    version", "is owned by") names nothing so."""
+    verb = list(_WORD.findall(label.casefold()))
+    if len(verb) < 2 or verb[0] in FUNCTION_WORDS:
+        return False
+    root, preposition = stem(verb[0]), verb[1]
+    tokens = [*(_plain(token) for token in words(question)), ""]
+    slot = ENTITY_SLOT.casefold()
+
+    def noun(at: int) -> bool:
+        """A plural of the verb's stem that is not the verb itself ("X reports to")."""
+        word = tokens[at]
+        return word.endswith("s") and stem(word) == root and tokens[at + 1] != preposition
+
+    for here, token in enumerate(tokens):
+        if token != slot:
+            continue
+        if any(noun(at) for at in range(here + 1, min(here + 3, len(tokens) - 1))):
+            return True
+        if here >= 2 and tokens[here - 1] == "of" and noun(here - 2):
+            return True
+    return False
+
+
 def asks_inversely(question: str) -> bool:
     """Whether the (masked) question names its entity as the object of the relation."""
     tokens = [_plain(token) for token in words(question)]

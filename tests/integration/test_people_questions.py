@@ -122,6 +122,14 @@ def test_a_question_naming_the_object_is_answered_by_its_subjects(people: Tenant
     assert {str(hit.subject) for hit in hits[:2]} == {"Noah Dubois", "Mai Tran"}
 
 
+@pytest.mark.parametrize("question", ["who are Ana Silva's direct reports", "Ana Silva's reports"])
+def test_a_noun_of_the_relations_verb_asks_for_its_subjects(people: Tenant, question: str) -> None:
+    hits, understood = _search(people, question)
+    assert understood["inverse"] is True, understood
+    assert {str(hit.subject) for hit in hits[:2]} == {"Noah Dubois", "Mai Tran"}
+    assert {str(hit.object_entity) for hit in hits[:2]} == {"Ana Silva"}
+
+
 def test_the_same_relation_asked_forwards_answers_with_the_object(people: Tenant) -> None:
     found, answer, understood = _first(people, "who does Ana Silva report to")
     assert (found, answer) == ("REPORTS_TO", "Ben Okafor"), understood

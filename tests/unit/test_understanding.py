@@ -290,3 +290,22 @@ def test_a_predicate_nobody_described_gets_question_forms_from_its_name_and_colu
     assert "what is the joined of X" in sense.questions
     assert "X has start date" in sense.questions
     assert sense.questions.count("what is the start date of X") == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "label", "backwards"),
+    [
+        ("X reports", "reports to", True),
+        ("who are X direct reports", "reports to", True),
+        ("direct reports of X", "reports to", True),
+        ("list X hires", "hired by", True),
+        ("who X reports to", "reports to", False),  # the verb itself, with its preposition
+        ("who is X manager", "reports to", False),
+        ("X versions", "has version", False),  # the label does not begin with its verb
+        ("X owners", "is owned by", False),
+    ],
+)
+def test_a_noun_of_the_relations_verb_next_to_the_entity_names_its_subjects(
+    question: str, label: str, backwards: bool
+) -> None:
+    assert rules.names_its_subjects(question, label) is backwards

@@ -118,7 +118,11 @@ def understand(
     members = facts.members
     # "who reports to X" asks X's relation backwards, when X is the object of facts;
     # so does any question about a thing that is only ever an object ("ACME products").
-    inverse = bool(facts.incoming) and (rules.asks_inversely(question) or not facts.outgoing)
+    backwards = rules.asks_inversely(question) or any(
+        rules.names_its_subjects(question, _label(ontology, predicate))
+        for predicate in facts.incoming
+    )
+    inverse = bool(facts.incoming) and (backwards or not facts.outgoing)
     side = facts.incoming if inverse else facts.outgoing or facts.incoming
     kinds = {predicate: frozenset({rules.ENTITY}) for predicate in side} if inverse else facts.kinds
     ontology = rules.grounded(ontology, {p: facts.words.get(p, []) for p in side})
@@ -157,6 +161,12 @@ def understand(
         question=question,
         ontology=ontology,
     )
+
+
+def _label(ontology: Ontology, predicate: str) -> str:
+    """How the predicate is said: its sense's label, else the one read from its name."""
+    sense = ontology.get(predicate)
+    return sense.label if sense is not None else " ".join(predicate.lower().split("_"))
 
 
 def _survivors(found: Iterable[Entity]) -> list[Entity]:
