@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -313,6 +314,18 @@ def test_a_live_rebuild_replays_what_a_worker_finished_meanwhile(
     assert graph.dump(a) == live
 
 
+def _indexes_operational(graph: CypherGraph, *, within_s: float = 10.0) -> None:
+    """Wait until FalkorDB has built the graph's indexes (it builds them in the
+    background: a plan made before then scans labels, and says nothing of the query)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        rows = graph._graph.query("CALL db.indexes()").result_set
+        if rows and all(row[7] == "OPERATIONAL" for row in rows):
+            return
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("hops", [1, 2, 3])
 def test_falkordb_walks_from_the_one_start_node_whatever_the_depth(hops: int) -> None:
     """The neighbourhood query starts at the entity's node (an index probe) for every depth.
@@ -324,6 +337,7 @@ def test_falkordb_walks_from_the_one_start_node_whatever_the_depth(hops: int) ->
 
     graph = _falkordb()
     graph.upsert_claims([edge(1, BILLING, K8S1), edge(2, TEAM, BILLING)])
+    _indexes_operational(graph)
     params = {"key": BILLING.key, "groups": [A], "at": None, "predicates": None, "limit": 10}
     plan = graph._graph.explain(NEIGHBOURS.format(hops=hops), params)
     steps = str(plan)
