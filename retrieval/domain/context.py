@@ -14,11 +14,12 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from curation.domain.highlight import PASSAGE_PREDICATE
 from kernel.params import InvalidQuery, ParamReader
 from retrieval.domain.query import Query, parse_query
 
 # Moves whenever what `pack` selects or how `render` writes it changes.
-ASSEMBLER_VERSION = 1
+ASSEMBLER_VERSION = 2
 MIN_BUDGET, DEFAULT_BUDGET, MAX_BUDGET = 50, 1000, 8000
 PACK_DEPTH = 30  # hits a pack's search reads (a search's k; the REST search defaults to 10)
 MAX_CITATIONS = 3  # per fact: a fourth source adds tokens, not trust
@@ -135,6 +136,28 @@ def _triple(fact: PackFact) -> str:
     return _one_line(f"{fact.subject} {fact.predicate} {fact.object_text}")
 
 
+def _about(fact: PackFact) -> str:
+    """What the fact line says beside the fact's text, written once: nothing for a
+    statement of prose (its object is its text); the predicate alone when the text names
+    its subject and its object ("billing-api runs on k8s-prod-1." RUNS_ON); else the
+    whole triple."""
+    if fact.predicate == PASSAGE_PREDICATE:
+        return ""
+    text = _one_line(fact.fact).casefold()
+    named = (
+        _one_line(fact.subject).casefold() in text
+        and _one_line(fact.object_text).casefold() in text
+    )
+    return fact.predicate if named else _triple(fact)
+
+
+def adds_to(snippet: str, fact: str) -> bool:
+    """Whether a citation's snippet says more than the fact it cites: not when it is the
+    fact's own text, or a part of it."""
+    quoted, said = _one_line(snippet).casefold(), _one_line(fact).casefold()
+    return bool(quoted) and quoted.rstrip(".") not in said
+
+
 def render(current: Sequence[PackFact], history: Sequence[PackFact], *, at: dt.datetime) -> str:
     """The pack as plain text: a header, one line per fact with its citation markers
     (current facts, then history marked as such), then one line per citation."""
@@ -159,11 +182,20 @@ def _lines(
                 markers.append(marker)
                 where = _one_line(f"{citation.source}/{citation.episode}")
                 url = f" <{_one_line(citation.url)}>" if citation.url else ""
-                quote = f' "{_one_line(citation.snippet)}"' if citation.snippet else ""
+                quote = (
+                    f' "{_one_line(citation.snippet)}"'
+                    if adds_to(citation.snippet, fact.fact)
+                    else ""
+                )
                 citations.append(f"{marker} {where}{url}{quote}")
+            about = "; ".join(
+                part
+                for part in (_about(fact), _validity(fact), f"tier {fact.tier}", fact.status)
+                if part
+            )
             lines.append(
-                f"[{number}] {_one_line(fact.fact)} ({_triple(fact)}; {_validity(fact)}; "
-                f"tier {fact.tier}; {fact.status})" + (f" {''.join(markers)}" if markers else "")
+                f"[{number}] {_one_line(fact.fact)} ({about})"
+                + (f" {''.join(markers)}" if markers else "")
             )
     if citations:
         lines.append("Sources:")
@@ -233,6 +265,28 @@ def pack(
     header = render([], [], at=at)
     if count_tokens(header) > token_budget:  # not even the header fits: an empty pack
         return Pack(at, token_budget, (), (), "", 0)
+    _fill(sections, unique, at=at, token_budget=token_budget, count_tokens=count_tokens)
+    while True:
+        text = render(*sections, at=at)
+        tokens = count_tokens(text)
+        if tokens <= token_budget:
+            return Pack(at, token_budget, tuple(sections[0]), tuple(sections[1]), text, tokens)
+        if not sections[0] and not sections[1]:  # a counter that disagrees with itself
+            return Pack(at, token_budget, (), (), "", 0)
+        (sections[1] or sections[0]).pop()
+
+
+def _fill(
+    sections: tuple[list[PackFact], list[PackFact]],
+    unique: Sequence[PackFact],
+    *,
+    at: dt.datetime,
+    token_budget: int,
+    count_tokens: TokenCounter,
+) -> None:
+    """Greedy in rank order, current facts first, each with its snippets as long as it
+    still fits; when not even the best fact fits whole, its text is cut (never an empty
+    pack when the search found something)."""
     measure = _Measure(count_tokens)
     for into, candidates in (
         (sections[0], [f for f in unique if f.current_at(at)]),
@@ -244,14 +298,38 @@ def pack(
                 if measure.estimate(_lines(*sections, at=at)) <= token_budget:
                     break
                 into.pop()
-    while True:
-        text = render(*sections, at=at)
-        tokens = count_tokens(text)
-        if tokens <= token_budget:
-            return Pack(at, token_budget, tuple(sections[0]), tuple(sections[1]), text, tokens)
-        if not sections[0] and not sections[1]:  # a counter that disagrees with itself
-            return Pack(at, token_budget, (), (), "", 0)
-        (sections[1] or sections[0]).pop()
+    if not sections[0] and not sections[1] and unique:
+        best = _cut(unique[0], 0)
+        into = sections[0] if best.current_at(at) else sections[1]
+        into.extend(_shortened(best, sections, into, at, token_budget, count_tokens))
+
+
+def _shortened(
+    fact: PackFact,
+    sections: tuple[list[PackFact], list[PackFact]],
+    into: list[PackFact],
+    at: dt.datetime,
+    token_budget: int,
+    count_tokens: TokenCounter,
+) -> list[PackFact]:
+    """The fact with its text cut at a word, marked by an ellipsis, as long as it fits
+    (a binary search over its words); none when not one word does."""
+    words = _one_line(fact.fact).split()
+
+    def fits(n: int) -> bool:
+        into.append(replace(fact, fact=" ".join(words[:n]) + " \u2026"))
+        ok = count_tokens(render(*sections, at=at)) <= token_budget
+        into.pop()
+        return ok
+
+    low, high = 0, len(words)  # the most words that fit lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return [replace(fact, fact=" ".join(words[:low]) + " \u2026")] if low else []
 
 
 def pack_part(whole: Pack, group_id: str) -> Pack:

@@ -293,3 +293,28 @@ def test_the_schema_documents_the_parameters_and_a_real_response_keeps_to_it(
     assert set(body) == set(ContextPackSerializer().fields)
     for fact in body["current"] + body["history"]:
         assert set(fact) == set(PackFactSerializer().fields)
+
+
+SESSION = (
+    "# Session 3, 8 May 2023\n\n"
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful. The "
+    "stories people told made me feel accepted, and I want to keep going every week.\n\n"
+    "Melanie: That sounds wonderful. I painted a sunrise over the lake last weekend, the "
+    "first painting I finished this year.\n"
+)
+
+
+def test_a_pack_over_prose_writes_each_passage_once_and_a_small_budget_still_holds_one(
+    tenant_a: Tenant, tmp_path: Path, client: Client
+) -> None:
+    ingest_markdown(tenant_a, tmp_path / "chat", {"session-3.md": SESSION}, tier=2)
+    process_outbox()
+    roomy = _pack(client, tenant_a.viewer, q="what did Caroline go to", budget=1000)
+    assert roomy["current"], roomy["text"]
+    for line in roomy["text"].splitlines():
+        assert roomy["text"].count(line) == 1 or not line.strip(), line
+    assert roomy["text"].count("support group") == 1, roomy["text"]
+    tight = _pack(client, tenant_a.viewer, q="what did Caroline go to", budget=300)
+    assert tight["current"], tight["text"]
+    assert tight["current"][0]["citations"]
+    assert tight["tokens"] <= 300

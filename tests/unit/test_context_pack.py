@@ -233,3 +233,48 @@ def test_a_workspace_part_never_carries_another_workspaces_wording_when_a_fact_i
     assert part.episode_ids == [2]
     assert "A's" not in part.text
     assert "billing-api RUNS_ON k8s-prod-2" in part.text
+
+
+PROSE = (
+    "On 8 May 2023 Caroline said she went to the LGBTQ support group yesterday and it was "
+    "so powerful, she felt accepted and wants to keep going every week after work."
+)
+
+
+def _prose(text: str = PROSE, snippet: str = PROSE) -> PackFact:
+    return PackFact(
+        fact=text, subject="Caroline", predicate="STATES", object_text=text,
+        valid_from=DAYS[2], valid_to=None, tier=4, status="published",
+        citations=(PackCitation("chat", "session-1.md", "", snippet, "w:a"),),
+        claims=(PackClaim(7, "w:a", (3,)),),
+    )  # fmt: skip
+
+
+def test_a_statement_of_prose_is_written_once_in_a_pack() -> None:
+    packed = pack([_prose()], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=WORDPIECE.count)
+    assert packed.text.count("LGBTQ support group") == 1, packed.text
+    assert "STATES" not in packed.text
+    assert "[1a] chat/session-1.md" in packed.text  # the citation still names its source
+
+
+def test_a_snippet_is_quoted_only_when_it_says_more_than_the_fact() -> None:
+    wider = "Melanie asked how it went. " + PROSE
+    packed = pack([_prose(snippet=wider)], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words)
+    assert "Melanie asked how it went." in packed.text
+
+
+def test_a_structured_fact_naming_its_subject_and_object_keeps_only_its_predicate() -> None:
+    fact = _fact("k8s-prod-1")
+    line = next(line for line in render([fact], [], at=AT).splitlines() if line.startswith("[1]"))
+    assert "(RUNS_ON; valid" in line
+    assert "billing-api RUNS_ON k8s-prod-1" not in line
+
+
+@pytest.mark.parametrize("budget", [100, 150, 300])
+def test_a_pack_holds_a_cited_fact_however_tight_when_the_search_found_one(budget: int) -> None:
+    long = _prose(text=" ".join([PROSE] * 6), snippet="")
+    packed = pack([long], token_budget=budget, at=AT, count_tokens=WORDPIECE.count)
+    assert len(packed.facts) == 1
+    assert packed.facts[0].citations
+    assert packed.tokens <= budget
+    assert packed.tokens == WORDPIECE.count(packed.text)
