@@ -119,8 +119,9 @@ def _instant(value: dt.datetime) -> str:
 
 
 def _validity(fact: PackFact) -> str:
-    end = _instant(fact.valid_to) if fact.valid_to is not None else "open"
-    return f"valid {_instant(fact.valid_from)} to {end}"
+    if fact.valid_to is None:
+        return f"since {_instant(fact.valid_from)}"
+    return f"valid {_instant(fact.valid_from)} to {_instant(fact.valid_to)}"
 
 
 def _letter(index: int) -> str:
@@ -181,16 +182,20 @@ def _lines(
                 marker = f"[{number}{_letter(index)}]"
                 markers.append(marker)
                 where = _one_line(f"{citation.source}/{citation.episode}")
-                url = f" <{_one_line(citation.url)}>" if citation.url else ""
+                # A local file's address says no more than its source and document do.
+                shown = citation.url and not citation.url.startswith("file:")
+                url = f" <{_one_line(citation.url)}>" if shown else ""
                 quote = (
                     f' "{_one_line(citation.snippet)}"'
                     if adds_to(citation.snippet, fact.fact)
                     else ""
                 )
                 citations.append(f"{marker} {where}{url}{quote}")
+            # Under "Current:" every fact is published: only history says its status.
+            status = "" if facts is current else fact.status
             about = "; ".join(
                 part
-                for part in (_about(fact), _validity(fact), f"tier {fact.tier}", fact.status)
+                for part in (_about(fact), _validity(fact), f"tier {fact.tier}", status)
                 if part
             )
             lines.append(

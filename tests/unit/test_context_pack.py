@@ -266,8 +266,19 @@ def test_a_snippet_is_quoted_only_when_it_says_more_than_the_fact() -> None:
 def test_a_structured_fact_naming_its_subject_and_object_keeps_only_its_predicate() -> None:
     fact = _fact("k8s-prod-1")
     line = next(line for line in render([fact], [], at=AT).splitlines() if line.startswith("[1]"))
-    assert "(RUNS_ON; valid" in line
+    assert line.startswith("[1] The billing-api runs on k8s-prod-1. (RUNS_ON; since 2026-05-22")
     assert "billing-api RUNS_ON k8s-prod-1" not in line
+    assert "published" not in line  # under "Current:", every fact is
+
+
+def test_a_local_files_address_is_not_spent_on_tokens_and_a_web_address_is() -> None:
+    local = PackCitation("docs", "billing.md", "file:///srv/docs/billing.md", "", "w:a")
+    web = PackCitation("wiki", "123", "https://wiki.example.org/123", "", "w:a")
+    fact = PackFact(**{**_fact("k8s-prod-1").__dict__, "citations": (local, web)})
+    text = render([fact], [], at=AT)
+    assert "file://" not in text
+    assert "[1a] docs/billing.md\n" in text + "\n"
+    assert "<https://wiki.example.org/123>" in text
 
 
 @pytest.mark.parametrize("budget", [100, 150, 300])
