@@ -139,16 +139,22 @@ def bench_workspace(org: str, name: str) -> tuple[Scope, Principal]:
 
 
 def markdown_source(
-    principal: Principal, group_id: str, root: Path, *, name: str, tier: int = 1
+    principal: Principal,
+    group_id: str,
+    root: Path,
+    *,
+    name: str,
+    tier: int = 1,
+    kind: str = "markdown",
 ) -> int:
-    """A Markdown source over `root` in the workspace, created through `source_create`;
-    returns its id."""
+    """A source of a folder kind (Markdown, or conversations) over `root` in the
+    workspace, created through `source_create`; returns its id."""
     from curation.services.sources import source_create
     from tenants import rls
 
     with rls.tenant_context(principal):
         source = source_create(
-            actor=principal, group_id=group_id, name=name, kind="markdown",
+            actor=principal, group_id=group_id, name=name, kind=kind,
             config={"root": str(root)}, trust_tier=tier,
         )  # fmt: skip
     return source.pk

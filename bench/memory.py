@@ -7,11 +7,11 @@
 LoCoMo conversations (`/work/shared/eval/locomo_dev/locomo_dev5.json`: five long chats
 between two people over many sessions, with questions whose evidence is a set of turns)
 are ingested through the real pipeline, one workspace per conversation in the bench
-database (`vera_bench_memory`): each session is one Markdown file `session-N.md`, a
-heading `# Session N, <date and time>` then one paragraph `Speaker: text` per turn, in a
-tier-2 Markdown source (so its passages publish), indexed by draining the outbox with
-MiniLM vectors. `--reuse` keeps the workspaces an earlier run built (by name) and
-ingests only the missing ones.
+database (`vera_bench_memory`): each conversation is one JSON transcript (its sessions
+with their dates as LoCoMo writes them, each turn's speaker and text) in a tier-2
+conversation source (so its turns publish), indexed by draining the outbox with MiniLM
+vectors. `--reuse` keeps the workspaces an earlier run built (by name) and ingests only
+the missing ones.
 
 Each question (those with evidence; categories 1 multi-hop, 2 temporal, 3 open-domain,
 4 single-hop, 5 adversarial) is then asked as the workspace's system principal:
@@ -139,15 +139,24 @@ def load(path: Path) -> list[Conversation]:
     return out
 
 
-def write_sessions(conversation: Conversation, folder: Path) -> None:
-    """One Markdown file per session: its heading, then one paragraph per turn."""
+def write_conversation(conversation: Conversation, folder: Path) -> None:
+    """The conversation as one JSON transcript, as a chat export would give it: its
+    sessions in order, each with its date as LoCoMo writes it ("1:56 pm on 8 May,
+    2023") and its turns (speaker, text)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("session-*.md"):
+    for stale in folder.glob("*"):
         stale.unlink()
-    for number, when, turns in conversation.sessions:
-        heading = f"# Session {number}, {when}" if when else f"# Session {number}"
-        body = "\n\n".join(turn.line for turn in turns)
-        (folder / f"session-{number}.md").write_text(f"{heading}\n\n{body}\n", encoding="utf-8")
+    transcript = {
+        "title": f"Conversation {conversation.sample_id}",
+        "sessions": [
+            {"title": f"Session {number}", "date": when,
+             "turns": [{"speaker": t.speaker, "text": t.text} for t in turns]}
+            for number, when, turns in conversation.sessions
+        ],
+    }  # fmt: skip
+    (folder / f"{conversation.sample_id}.json").write_text(
+        json.dumps(transcript, ensure_ascii=False, indent=1), encoding="utf-8"
+    )
 
 
 # --- Judging --------------------------------------------------------------------------
@@ -261,10 +270,13 @@ def ingest(conversation: Conversation, *, reuse: bool) -> tuple[str, float]:
     if found is not None and reuse:
         return found.group_id, 0.0
     folder = Path(tempfile.gettempdir()) / "vera-bench-memory" / conversation.sample_id
-    write_sessions(conversation, folder)
+    write_conversation(conversation, folder)
     workspace, principal = bench_workspace(ORG, name)
     started = time.perf_counter()
-    source_id = markdown_source(principal, workspace.group_id, folder, name=name, tier=2)
+    # Tier 2: the bench's conversations are the record it asks about (chat defaults to 4).
+    source_id = markdown_source(
+        principal, workspace.group_id, folder, name=name, tier=2, kind="conversation"
+    )
     report = ingest_now(source_id=source_id, group_id=workspace.group_id)
     drain_outbox()
     seconds = time.perf_counter() - started

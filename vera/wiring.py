@@ -19,7 +19,9 @@ from django.dispatch import receiver
 
 from curation.adapters.connectors import build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
+from curation.domain.connector_config import time_zone
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
+from curation.domain.extraction.conversation import ConversationExtractor
 from curation.domain.extraction.structured import cmdb_mapping
 from curation.domain.outbox import ERASURE_CLEANUP, LEGACY_RETIRE, PROJECT_CLAIM, Consumer
 from curation.models import OutboxJob, Source
@@ -213,6 +215,10 @@ def extractors_for(source: Source) -> list[Extractor]:
     )
     if source.kind == "cmdb":
         return [structured]
+    if source.kind == "conversation":
+        # A turn at a time, dated and attributed; a model (when enabled) reads the rest.
+        zone = time_zone(source.config.get("timezone") or "UTC")
+        return [ConversationExtractor(zone=zone), *free_text[1:]]
     if source.kind == "jira":
         return [structured, *free_text]
     return free_text

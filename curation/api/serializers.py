@@ -35,7 +35,7 @@ from curation.domain.proposals import (
     OPTIONAL_URL_PATTERN,
 )
 from curation.domain.records import PREDICATE_PATTERN
-from curation.domain.sources import ConnectorKind
+from curation.domain.sources import DEFAULT_TIER, ConnectorKind
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, Evidence, Reprocessing, Source
 
@@ -62,7 +62,10 @@ class SourceCreateSerializer(ScopedInputSerializer):
     kind = serializers.ChoiceField(choices=[kind.value for kind in ConnectorKind])
     config = serializers.DictField(default=dict)  # an object, as the schema says
     token_env = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
-    trust_tier = serializers.IntegerField(min_value=1, max_value=4)
+    trust_tier = serializers.IntegerField(
+        min_value=1, max_value=4, default=DEFAULT_TIER,
+        help_text="1-2 publish at once, 3 waits for review, 4 only proposes (the default).",
+    )  # fmt: skip
     schedule_seconds = serializers.IntegerField(min_value=60, required=False, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ PAGE_SIZE_CAPS: Mapping[ConnectorKind, int] = {
     ConnectorKind.CONFLUENCE: 100,
     ConnectorKind.JIRA: 100,
     ConnectorKind.SLACK: 999,
+    ConnectorKind.CONVERSATION: 1000,
 }
 
 # A name in the tz database that is not a zone of any site: the server's own setting.
@@ -219,6 +220,19 @@ KINDS: Mapping[ConnectorKind, KindRules] = {
         # "" would not mean the default: the connector would post to a relative URL.
         {"base_url": TEXT, "page_size": _page(ConnectorKind.SLACK)},
         needs_token=True,
+    ),
+    # A folder of transcripts (JSON, JSON lines, Slack export days, Markdown); naive
+    # times in them are read in `timezone` (UTC when left out).
+    ConnectorKind.CONVERSATION: KindRules(
+        {"root": PATH},
+        {
+            "patterns": Key((list, tuple), "a list of glob patterns", _patterns),
+            "max_bytes": Key((int,), "an integer", _max_bytes),
+            "page_size": _page(ConnectorKind.CONVERSATION),
+            "base_url": ANY_TEXT,
+            "timezone": ZONE,
+        },
+        needs_token=False,
     ),
 }
 

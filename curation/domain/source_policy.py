@@ -33,6 +33,7 @@ HTTP_KINDS: Mapping[ConnectorKind, str | None] = {
 }
 FILE_KINDS: Mapping[ConnectorKind, str] = {
     ConnectorKind.MARKDOWN: "root",
+    ConnectorKind.CONVERSATION: "root",
     ConnectorKind.CMDB: "path",
 }
 REACH_KEYS = ("hosts", "file_roots")

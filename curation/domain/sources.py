@@ -18,6 +18,13 @@ class ConnectorKind(enum.StrEnum):
     CONFLUENCE = "confluence"
     JIRA = "jira"
     SLACK = "slack"
+    CONVERSATION = "conversation"
+
+
+# A source created without a tier is the least trusted: its claims are proposals until a
+# reviewer accepts them, so nothing publishes because someone left the tier out. Chat
+# (what people said, not what is checked) stays there unless its admin says otherwise.
+DEFAULT_TIER = 4
 
 
 # Not a connector: the source VERA keeps in each workspace for the facts agents propose

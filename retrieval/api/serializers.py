@@ -253,6 +253,11 @@ class PackFactSerializer(serializers.Serializer[dict[str, Any]]):
     tier = serializers.IntegerField()
     status = serializers.CharField(allow_blank=True)
     citations = PackCitationSerializer(many=True)
+    beside = serializers.IntegerField(
+        allow_null=True,
+        help_text="not a hit: the statement next to the hit whose claim id this is "
+        "(its context in the same document); null for a hit",
+    )
 
 
 class ContextPackSerializer(serializers.Serializer[dict[str, Any]]):

@@ -11,17 +11,22 @@ pack of a snapshot is refused rather than assembled by another version.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from curation.domain.highlight import PASSAGE_PREDICATE
 from kernel.params import InvalidQuery, ParamReader
 from retrieval.domain.query import Query, parse_query
+from retrieval.domain.understanding import FUNCTION_WORDS
 
 # Moves whenever what `pack` selects or how `render` writes it changes.
-ASSEMBLER_VERSION = 2
+ASSEMBLER_VERSION = 3
 MIN_BUDGET, DEFAULT_BUDGET, MAX_BUDGET = 50, 1000, 8000
-PACK_DEPTH = 30  # hits a pack's search reads (a search's k; the REST search defaults to 10)
+PACK_DEPTH = 30  # hits a pack's search reads at least (the REST search defaults to 10)
+NEIGHBOUR_HITS = 3  # the hits whose neighbouring passages a pack adds
+TOKENS_PER_HIT = 25  # a larger budget reads deeper: one hit per this many tokens...
+MAX_PACK_DEPTH = 100  # ...up to a search's largest k
 MAX_CITATIONS = 3  # per fact: a fourth source adds tokens, not trust
 # Each fact's snippets are cut to the first of these (characters) that lets it fit; at
 # 0 a citation still names its source and episode.
@@ -66,6 +71,9 @@ class PackFact:
     status: str
     citations: tuple[PackCitation, ...]
     claims: tuple[PackClaim, ...]
+    # Not a hit itself: the passage next to the hit whose claim this is (small-to-big),
+    # for the context around it ("beside [1]").
+    beside: int | None = None
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -118,15 +126,33 @@ def _instant(value: dt.datetime) -> str:
     return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+
+
+def _says_day(text: str, day: dt.date) -> bool:
+    """Whether a fact's text names the day itself ("7 May 2023", "May 7, 2023",
+    "2023-05-07")."""
+    month = _MONTHS[day.month - 1]
+    return any(
+        form in text
+        for form in (f"{day.day} {month} {day.year}", f"{month} {day.day}, {day.year}",
+                     day.isoformat())
+    )  # fmt: skip
+
+
 def _validity(fact: PackFact) -> str:
+    """When the fact holds; nothing for an open fact whose text already says the day it
+    began ("On 8 May 2023, Caroline said: ...")."""
     if fact.valid_to is None:
+        begun = fact.valid_from.astimezone(dt.UTC)
+        exact_day = begun.time() == dt.time() or fact.predicate == PASSAGE_PREDICATE
+        if exact_day and _says_day(fact.fact, begun.date()):
+            return ""
         return f"since {_instant(fact.valid_from)}"
     return f"valid {_instant(fact.valid_from)} to {_instant(fact.valid_to)}"
-
-
-def _letter(index: int) -> str:
-    """A citation's letter after its fact's number: a, b, ... z, then -27, -28 ..."""
-    return chr(ord("a") + index) if index < 26 else f"-{index + 1}"
 
 
 def _one_line(text: str) -> str:
@@ -160,52 +186,93 @@ def adds_to(snippet: str, fact: str) -> bool:
 
 
 def render(current: Sequence[PackFact], history: Sequence[PackFact], *, at: dt.datetime) -> str:
-    """The pack as plain text: a header, one line per fact with its citation markers
-    (current facts, then history marked as such), then one line per citation."""
+    """The pack as plain text: a header, one line per fact with its sources' markers
+    (current facts, then history marked as such), then one line per source."""
     return "\n".join(_lines(current, history, at=at))
+
+
+def _usual_tier(facts: Sequence[PackFact]) -> int:
+    """The tier most of the facts have (the more trusted on a tie): said once."""
+    counts: dict[int, int] = {}
+    for fact in facts:
+        counts[fact.tier] = counts.get(fact.tier, 0) + 1
+    return min(counts, key=lambda tier: (-counts[tier], tier))
+
+
+def _where(citation: PackCitation) -> str:
+    """A source line's text: source and document, and the address unless it is a local
+    file's (which says no more than its source and document do)."""
+    where = _one_line(f"{citation.source}/{citation.episode}")
+    if citation.url and not citation.url.startswith("file:"):
+        where += f" <{_one_line(citation.url)}>"
+    return where
 
 
 def _lines(
     current: Sequence[PackFact], history: Sequence[PackFact], *, at: dt.datetime
 ) -> list[str]:
     lines = [f"Facts as of {_instant(at)} (VERA context pack v{ASSEMBLER_VERSION})"]
-    citations: list[str] = []
+    sources: dict[str, str] = {}  # a source line's text -> its marker, S1, S2 ...
+    cited: list[str] = []  # each fact's markers, in order
+    for fact in (*current, *history):
+        own: list[str] = []
+        for citation in fact.citations:
+            marker = sources.setdefault(_where(citation), f"S{len(sources) + 1}")
+            quoted = adds_to(citation.snippet, fact.fact)
+            own.append(f'[{marker}: "{_one_line(citation.snippet)}"]' if quoted else f"[{marker}]")
+        cited.append("".join(own))
+    # Facts that all cite the same sources, quoting none, need no markers: the sources
+    # section says it once.
+    shared = len(set(cited)) == 1 and cited[0] != "" and '"' not in cited[0]
+    numbers = {
+        claim.claim_id: n
+        for n, fact in enumerate((*current, *history), start=1)
+        for claim in fact.claims
+    }
     number = 0
-    for title, facts in (("Current:", current), ("History (not current):", history)):
+    for title, facts in (("Current (", current), ("History (not current; ", history)):
         if not facts:
             continue
-        lines.append(title)
+        usual = _usual_tier(facts)
+        lines.append(f"{title}tier {usual} unless noted):")
         for fact in facts:
+            markers = "" if shared else cited[number]
             number += 1
-            markers = []
-            for index, citation in enumerate(fact.citations):
-                marker = f"[{number}{_letter(index)}]"
-                markers.append(marker)
-                where = _one_line(f"{citation.source}/{citation.episode}")
-                # A local file's address says no more than its source and document do.
-                shown = citation.url and not citation.url.startswith("file:")
-                url = f" <{_one_line(citation.url)}>" if shown else ""
-                quote = (
-                    f' "{_one_line(citation.snippet)}"'
-                    if adds_to(citation.snippet, fact.fact)
-                    else ""
-                )
-                citations.append(f"{marker} {where}{url}{quote}")
-            # Under "Current:" every fact is published: only history says its status.
+            # Under "Current" every fact is published: only history says its status.
             status = "" if facts is current else fact.status
-            about = "; ".join(
-                part
-                for part in (_about(fact), _validity(fact), f"tier {fact.tier}", status)
-                if part
-            )
+            tier = f"tier {fact.tier}" if fact.tier != usual else ""
+            beside = ""
+            if fact.beside is not None:
+                hit = numbers.get(fact.beside)
+                beside = f"beside [{hit}]" if hit is not None else "beside a hit"
+            parts = (beside, _about(fact), _validity(fact), tier, status)
+            about = "; ".join(part for part in parts if part)
             lines.append(
-                f"[{number}] {_one_line(fact.fact)} ({about})"
-                + (f" {''.join(markers)}" if markers else "")
+                f"[{number}] {_one_line(fact.fact)}"
+                + (f" ({about})" if about else "")
+                + (f" {markers}" if markers else "")
             )
-    if citations:
-        lines.append("Sources:")
-        lines.extend(citations)
+    if sources:
+        lines.append("Sources of every fact:" if shared else "Sources:")
+        lines.extend(f"[{marker}] {where}" for where, marker in sources.items())
     return lines
+
+
+def with_neighbours(
+    facts: Sequence[PackFact], neighbours: Mapping[int, Sequence[PackFact]], *, hits: int
+) -> list[PackFact]:
+    """The facts in rank order, each of the first `hits` followed by its neighbours (the
+    passages before and after it in its document, `beside` it): a hit's context is worth
+    more than a hit far down the list (small-to-big)."""
+    out: list[PackFact] = []
+    for rank, fact in enumerate(facts):
+        out.append(fact)
+        if rank < hits:
+            for claim in fact.claims[:1]:
+                out.extend(
+                    replace(n, beside=claim.claim_id) for n in neighbours.get(claim.claim_id, ())
+                )
+    return out
 
 
 # --- Packing ---------------------------------------------------------------------------
@@ -221,6 +288,8 @@ def deduplicated(facts: Iterable[PackFact]) -> list[PackFact]:
             continue
         kept[fact.key] = replace(
             first,
+            # A passage that is a hit in its own right is no longer only context.
+            beside=first.beside if fact.beside is not None else None,
             citations=first.citations
             + tuple(c for c in fact.citations if c not in first.citations),
             claims=first.claims + tuple(c for c in fact.claims if c not in first.claims),
@@ -255,13 +324,21 @@ class _Measure:
 
 
 def pack(
-    facts: Sequence[PackFact], *, token_budget: int, at: dt.datetime, count_tokens: TokenCounter
+    facts: Sequence[PackFact],
+    *,
+    token_budget: int,
+    at: dt.datetime,
+    count_tokens: TokenCounter,
+    question: str = "",
 ) -> Pack:
     """The best of `facts` (best first) that fit `token_budget` tokens of rendered text.
 
     Greedy in rank order, current facts first: each fact goes in with its snippets as
-    long as it still fits (cut shorter, then to nothing, if need be), or is left out and
-    the next one tried. The budget counts the whole rendered pack with `count_tokens`:
+    long as it still fits (cut shorter, then to nothing, if need be); a statement of
+    prose that still does not fit goes in cut to its first sentence and those that share
+    a word with the `question` ("..." where sentences were left out), if that fits; else
+    it is left out and the next one tried. The budget counts the whole rendered pack
+    with `count_tokens`:
     should the whole count more than its lines did, the last facts taken go again until
     it fits.
     """
@@ -270,7 +347,10 @@ def pack(
     header = render([], [], at=at)
     if count_tokens(header) > token_budget:  # not even the header fits: an empty pack
         return Pack(at, token_budget, (), (), "", 0)
-    _fill(sections, unique, at=at, token_budget=token_budget, count_tokens=count_tokens)
+    _fill(
+        sections, unique, at=at, token_budget=token_budget, count_tokens=count_tokens,
+        terms=question_terms(question),
+    )  # fmt: skip
     while True:
         text = render(*sections, at=at)
         tokens = count_tokens(text)
@@ -288,25 +368,70 @@ def _fill(
     at: dt.datetime,
     token_budget: int,
     count_tokens: TokenCounter,
+    terms: frozenset[str] = frozenset(),
 ) -> None:
     """Greedy in rank order, current facts first, each with its snippets as long as it
-    still fits; when not even the best fact fits whole, its text is cut (never an empty
-    pack when the search found something)."""
+    still fits, else (prose) its sentences that match the question; when not even the
+    best fact fits whole, its text is cut (never an empty pack when the search found
+    something)."""
     measure = _Measure(count_tokens)
+
+    def fits(into: list[PackFact], fact: PackFact) -> bool:
+        into.append(fact)
+        if measure.estimate(_lines(*sections, at=at)) <= token_budget:
+            return True
+        into.pop()
+        return False
+
     for into, candidates in (
         (sections[0], [f for f in unique if f.current_at(at)]),
         (sections[1], [f for f in unique if not f.current_at(at)]),
     ):
         for fact in candidates:
-            for chars in SNIPPET_STEPS:
-                into.append(_cut(fact, chars))
-                if measure.estimate(_lines(*sections, at=at)) <= token_budget:
-                    break
-                into.pop()
+            if any(fits(into, _cut(fact, chars)) for chars in SNIPPET_STEPS):
+                continue
+            if (matching := _matching(fact, terms)) is not None:
+                fits(into, _cut(matching, 0))
     if not sections[0] and not sections[1] and unique:
         best = _cut(unique[0], 0)
         into = sections[0] if best.current_at(at) else sections[1]
         into.extend(_shortened(best, sections, into, at, token_budget, count_tokens))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+")
+_WORD = re.compile(r"\w+")
+
+
+def question_terms(question: str) -> frozenset[str]:
+    """The words of a question that can tell a matching sentence (not its function words)."""
+    return frozenset(
+        word
+        for word in _WORD.findall(question.casefold())
+        if len(word) > 2 and word not in FUNCTION_WORDS
+    )
+
+
+def _matching(fact: PackFact, terms: frozenset[str]) -> PackFact | None:
+    """A statement of prose cut to its first sentence (who said it, when) and those
+    that share a word with the question, the gaps marked with an ellipsis; None when
+    nothing would be left out or no sentence after the first matches."""
+    if fact.predicate != PASSAGE_PREDICATE or not terms:
+        return None
+    sentences = _SENTENCE_END.split(_one_line(fact.fact))
+    kept = [0] + [
+        n for n, s in enumerate(sentences[1:], 1) if terms & set(_WORD.findall(s.casefold()))
+    ]
+    first_matches = bool(terms & set(_WORD.findall(sentences[0].casefold())))
+    if len(kept) == len(sentences) or (len(kept) == 1 and not first_matches):
+        return None
+    parts: list[str] = []
+    for position, n in enumerate(kept):
+        if position and n != kept[position - 1] + 1:
+            parts.append("\u2026")
+        parts.append(sentences[n])
+    if kept[-1] != len(sentences) - 1:
+        parts.append("\u2026")
+    return replace(fact, fact=" ".join(parts))
 
 
 def _shortened(
@@ -387,4 +512,12 @@ def parse_context(params: Mapping[str, str]) -> ContextRequest:
             reader.fail(name, message)
         raise InvalidQuery(reader.errors) from None
     reader.check()
-    return ContextRequest(query=replace(query, k=PACK_DEPTH), token_budget=budget or DEFAULT_BUDGET)
+    budget = budget or DEFAULT_BUDGET
+    return ContextRequest(query=replace(query, k=pack_depth(budget)), token_budget=budget)
+
+
+def pack_depth(token_budget: int) -> int:
+    """How many hits a pack of `token_budget` tokens reads: enough to fill it with short
+    facts (a turn of a conversation), never fewer than PACK_DEPTH nor more than a
+    search returns."""
+    return min(MAX_PACK_DEPTH, max(PACK_DEPTH, token_budget // TOKENS_PER_HIT))

@@ -14,22 +14,29 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.db import connection
+
+from curation.domain.highlight import PASSAGE_PREDICATE
 from curation.models import Evidence
 from retrieval.domain.context import (
     ASSEMBLER_VERSION,
-    PACK_DEPTH,
+    NEIGHBOUR_HITS,
     Pack,
     PackCitation,
     PackClaim,
     PackFact,
     pack,
+    pack_depth,
     pack_groups,
     pack_part,
+    with_neighbours,
 )
 from retrieval.domain.query import Query
+from retrieval.domain.results import Hit, Result
 from retrieval.models import ContextPack, Snapshot, SnapshotDocument
 from retrieval.ports import EmbedderCatalog, Reranking, Search, Tokenizer
 from retrieval.selectors import CitedHit, CitedResult, search_result_cited
@@ -80,11 +87,12 @@ def context_pack(
     Of a snapshot: Snapshot.DoesNotExist when the caller sees none, SnapshotRefused when
     it cannot be searched or was sealed for another assembler version.
     """
-    query = replace(query, k=PACK_DEPTH, snapshot=snapshot_id)
+    query = replace(query, k=pack_depth(token_budget), snapshot=snapshot_id)
     if snapshot_id is None:
         result = packing.search(query=query, now=now, user_id=user_id, record=False)
-        facts = _live_facts(search_result_cited(result=result))
         at = query.as_of or now
+        facts = _live_facts(search_result_cited(result=result))
+        facts = with_neighbours(facts, _neighbours(facts[:NEIGHBOUR_HITS], at), hits=NEIGHBOUR_HITS)
     else:
         snapshot = Snapshot.objects.get(pk=snapshot_id)  # RLS: another tenant's is not found
         snapshot_assembler_check(snapshot)
@@ -93,7 +101,10 @@ def context_pack(
         )
         facts = _snapshot_facts(snapshot, snapshot_result_cited(snapshot=snapshot, result=result))
         at = query.as_of or snapshot.taken_at or now
-    packed = pack(facts, token_budget=token_budget, at=at, count_tokens=packing.tokenizer.count)
+    packed = pack(
+        facts, token_budget=token_budget, at=at, count_tokens=packing.tokenizer.count,
+        question=query.text,
+    )  # fmt: skip
     served = ContextPackResult(
         pack=packed, query_text=query.text, tokenizer=packing.tokenizer.name,
         snapshot_id=snapshot_id,
@@ -187,6 +198,51 @@ def _live_facts(cited: CitedResult) -> list[PackFact]:
     return facts
 
 
+# The passages next to each given passage claim in the episodes it is quoted from: the
+# nearest before and after it, among the passages published there (RLS: the caller's).
+_NEIGHBOURS_SQL = f"""
+    SELECT h.claim_id, n.claim_id
+    FROM curation_evidence h
+    CROSS JOIN LATERAL (
+        (SELECT e.claim_id, e.start FROM curation_evidence e
+         JOIN curation_claim c ON c.id = e.claim_id
+         WHERE e.episode_id = h.episode_id AND e.start < h.start
+           AND c.predicate = '{PASSAGE_PREDICATE}' AND c.status = 'published'
+         ORDER BY e.start DESC LIMIT 1)
+        UNION ALL
+        (SELECT e.claim_id, e.start FROM curation_evidence e
+         JOIN curation_claim c ON c.id = e.claim_id
+         WHERE e.episode_id = h.episode_id AND e.start > h.start
+           AND c.predicate = '{PASSAGE_PREDICATE}' AND c.status = 'published'
+         ORDER BY e.start LIMIT 1)
+    ) n
+    WHERE h.claim_id = ANY(%s) AND h.start IS NOT NULL
+    ORDER BY h.claim_id, n.start
+"""  # noqa: S608 - a constant, no input
+
+
+def _neighbours(hits: Sequence[PackFact], at: dt.datetime) -> dict[int, list[PackFact]]:
+    """For each hit that is a passage, the passages before and after it in its document
+    that hold at `at` (its context), keyed by the hit's claim."""
+    ids = [fact.claims[0].claim_id for fact in hits if fact.predicate == PASSAGE_PREDICATE]
+    if not ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_NEIGHBOURS_SQL, [ids])
+        pairs = [(hit, near) for hit, near in cursor.fetchall() if near not in ids]
+    if not pairs:
+        return {}
+    found = Result(query_id=uuid.uuid4(), hits=[
+        Hit(hit_id=None, claim_id=near, score=0.0, signals={}) for _, near in pairs
+    ])  # fmt: skip
+    facts = {f.claims[0].claim_id: f for f in _live_facts(search_result_cited(result=found))}
+    out: dict[int, list[PackFact]] = defaultdict(list)
+    for hit, near in pairs:
+        if (fact := facts.get(near)) is not None and fact.current_at(at):
+            out[hit].append(fact)
+    return dict(out)
+
+
 def _snapshot_facts(snapshot: Snapshot, cited: CitedResult) -> list[PackFact]:
     """A snapshot's hits (one workspace's), with the episodes its documents quote."""
     episodes = dict(
@@ -216,6 +272,7 @@ def _fact_payload(fact: PackFact) -> dict[str, Any]:
         "valid_to": fact.valid_to.isoformat() if fact.valid_to is not None else None,
         "tier": fact.tier,
         "status": fact.status,
+        "beside": fact.beside,
         "citations": [
             {"source": c.source, "episode": c.episode, "url": c.url, "snippet": c.snippet}
             for c in fact.citations

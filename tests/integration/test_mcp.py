@@ -25,13 +25,23 @@ from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import Scope
 from tenants.services.api_keys import api_key_revoke
-from tests.support.ingest import T0, ingest_markdown
+from tests.support.ingest import T0, drain_outbox, ingest_markdown, ingest_run, write_files
 from tests.support.mcp_server import McpServer, call, mcp_server
 from tests.support.oidc_provider import OIDCProvider
-from tests.support.tenancy import Tenant, make_tenant
+from tests.support.tenancy import Tenant, create_source, make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+CHAT = """# Caroline and Melanie
+
+## Session 1 - 1:56 pm on 8 May, 2023
+
+Caroline: Hey Mel! Good to see you!
+Melanie: Hey Caroline! How have you been?
+Caroline: I went to an LGBTQ support group yesterday and it was so powerful.
+Melanie: That's great! What happened there?
+Caroline: The stories of the people there inspired me a lot.
+"""
 FACT = (
     "# Billing\n\nThe billing-api runs on k8s-prod-1. The billing-api is owned by Team Payments.\n"
 )
@@ -160,6 +170,30 @@ def test_a_context_pack_over_mcp_is_the_rest_pack_and_holds_its_budget(
         server, b.issue_key(owner=b.viewer).plaintext, ("context", {"query": question})
     )
     assert not _body(theirs)["current"]
+
+
+def test_a_conversation_pack_over_mcp_is_the_rest_pack(
+    server: McpServer, client: DjangoClient, tmp_path: Path
+) -> None:
+    a = make_tenant("Chatty")
+    write_files(tmp_path, {"chat.md": CHAT})
+    source_id = create_source(
+        a.principal(a.admin), group_id=a.workspace.group_id, kind="conversation",
+        name="chats", config={"root": str(tmp_path)}, tier=2,
+    )  # fmt: skip
+    ingest_run(source_id=source_id, group_id=a.workspace.group_id)
+    drain_outbox()
+    key = a.issue_key(owner=a.viewer).plaintext
+    question = "When did Caroline go to the support group?"
+    _, (pack,) = call(server, key, ("context", {"query": question, "token_budget": 400}))
+    body = _body(pack)
+    rest = client.get(
+        "/api/v1/context", {"q": question, "budget": 400}, HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
+    assert rest.status_code == 200, rest.content
+    assert _facts(rest.json()) == _facts(body)
+    assert [f["beside"] for f in rest.json()["current"]] == [f["beside"] for f in body["current"]]
+    assert "(yesterday = 7 May 2023)" in body["text"]
 
 
 def _facts(pack: dict[str, Any]) -> tuple[str, ...]:

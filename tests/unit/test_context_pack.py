@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +16,7 @@ from retrieval.adapters.tokenizer import WordPieceTokenizer
 from retrieval.domain.context import (
     DEFAULT_BUDGET,
     MAX_BUDGET,
+    MAX_PACK_DEPTH,
     MIN_BUDGET,
     PACK_DEPTH,
     PackCitation,
@@ -22,9 +24,12 @@ from retrieval.domain.context import (
     PackFact,
     TokenCounter,
     pack,
+    pack_depth,
     pack_part,
     parse_context,
+    question_terms,
     render,
+    with_neighbours,
 )
 
 AT = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
@@ -108,7 +113,7 @@ def test_current_facts_come_before_history_and_history_is_never_current(
     assert all(fact.current_at(AT) for fact in packed.current)
     assert not any(fact.current_at(AT) for fact in packed.history)
     if packed.current and packed.history:
-        assert packed.text.index("\nCurrent:\n") < packed.text.index("\nHistory (not current):")
+        assert packed.text.index("\nCurrent (") < packed.text.index("\nHistory (not current; ")
 
 
 @settings(max_examples=100, deadline=None)
@@ -154,7 +159,7 @@ def test_a_superseded_value_is_history_marked_with_its_validity_when_a_newer_one
     packed = pack([old, new], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words)
     assert [f.object_text for f in packed.current] == ["k8s-prod-2"]
     assert [f.object_text for f in packed.history] == ["k8s-prod-1"]
-    history = packed.text.split("History (not current):")[1]
+    history = packed.text.split("History (not current; ")[1]
     assert "k8s-prod-1" in history
     assert "valid 2026-02-21T00:00:00Z to 2026-05-22T00:00:00Z" in history
 
@@ -194,10 +199,12 @@ def test_the_wordpiece_tokenizer_counts_without_special_tokens() -> None:
     assert WORDPIECE.count("billing api") == WORDPIECE.count("billing") + WORDPIECE.count("api")
 
 
-def test_a_context_request_defaults_its_budget_and_searches_deeper_than_k() -> None:
+def test_a_context_request_defaults_its_budget_and_searches_deeper_for_a_larger_one() -> None:
     request = parse_context({"q": "where does billing-api run"})
     assert request.token_budget == DEFAULT_BUDGET
-    assert request.query.k == PACK_DEPTH
+    assert request.query.k == pack_depth(DEFAULT_BUDGET) == 40
+    assert parse_context({"q": "a", "budget": str(MIN_BUDGET)}).query.k == PACK_DEPTH
+    assert parse_context({"q": "a", "budget": str(MAX_BUDGET)}).query.k == MAX_PACK_DEPTH
 
 
 @pytest.mark.parametrize(
@@ -254,7 +261,8 @@ def test_a_statement_of_prose_is_written_once_in_a_pack() -> None:
     packed = pack([_prose()], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=WORDPIECE.count)
     assert packed.text.count("LGBTQ support group") == 1, packed.text
     assert "STATES" not in packed.text
-    assert "[1a] chat/session-1.md" in packed.text  # the citation still names its source
+    # The citation still names its source, once, for every fact of the pack.
+    assert packed.text.endswith("Sources of every fact:\n[S1] chat/session-1.md"), packed.text
 
 
 def test_a_snippet_is_quoted_only_when_it_says_more_than_the_fact() -> None:
@@ -277,7 +285,7 @@ def test_a_local_files_address_is_not_spent_on_tokens_and_a_web_address_is() -> 
     fact = PackFact(**{**_fact("k8s-prod-1").__dict__, "citations": (local, web)})
     text = render([fact], [], at=AT)
     assert "file://" not in text
-    assert "[1a] docs/billing.md\n" in text + "\n"
+    assert "[S1] docs/billing.md\n" in text + "\n"
     assert "<https://wiki.example.org/123>" in text
 
 
@@ -289,3 +297,92 @@ def test_a_pack_holds_a_cited_fact_however_tight_when_the_search_found_one(budge
     assert packed.facts[0].citations
     assert packed.tokens <= budget
     assert packed.tokens == WORDPIECE.count(packed.text)
+
+
+def _said(n: int, words: str, *, source: str = "chat", claim: int | None = None) -> PackFact:
+    """A turn of a conversation as its extractor states it (text names its day)."""
+    text = f"On 8 May 2023, Caroline said: {words}"
+    return PackFact(
+        fact=text, subject="Caroline and Melanie", predicate="STATES", object_text=text,
+        valid_from=dt.datetime(2023, 5, 8, tzinfo=dt.UTC), valid_to=None, tier=4,
+        status="published",
+        citations=(PackCitation(source, "conv-1.json", "", text, "w:a"),),
+        claims=(PackClaim(claim or n, "w:a", (1,)),),
+    )  # fmt: skip
+
+
+def test_sources_are_listed_once_and_facts_citing_different_ones_carry_markers() -> None:
+    one, two = _said(1, "I paint."), _said(2, "I swim.", source="slack")
+    text = pack([one, two], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words).text
+    assert "\n[1] On 8 May 2023, Caroline said: I paint. [S1]\n" in text
+    assert "\n[2] On 8 May 2023, Caroline said: I swim. [S2]\n" in text
+    assert text.endswith("Sources:\n[S1] chat/conv-1.json\n[S2] slack/conv-1.json")
+
+
+def test_a_day_the_text_names_is_not_repeated_as_validity_and_a_usual_tier_is_said_once() -> None:
+    fact = _said(1, "I paint.")
+    other = replace(_said(2, "I swim."), tier=2)
+    text = render([fact, other], [], at=AT)
+    assert "since" not in text
+    assert "Current (tier 2 unless noted):" in text or "Current (tier 4 unless noted):" in text
+    tiers = [line for line in text.splitlines() if "(tier " in line and line.startswith("[")]
+    assert len(tiers) == 1, text  # only the fact whose tier differs says it
+
+
+def test_a_neighbouring_turn_is_packed_after_its_hit_and_says_whose_neighbour_it_is() -> None:
+    hit, later = _said(1, "I went to the support group."), _said(2, "It was powerful.")
+    ranked = with_neighbours([hit, _said(3, "I paint.")], {1: [later]}, hits=1)
+    assert [f.fact.rsplit(": ", 1)[1] for f in ranked] == [
+        "I went to the support group.", "It was powerful.", "I paint.",
+    ]  # fmt: skip
+    text = pack(ranked, token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words).text
+    assert "[2] On 8 May 2023, Caroline said: It was powerful. (beside [1])" in text
+
+
+def test_a_neighbour_that_is_also_a_hit_is_packed_once_as_a_hit() -> None:
+    hit, other = _said(1, "I went to the support group."), _said(2, "It was powerful.")
+    ranked = with_neighbours([hit, other], {1: [other]}, hits=1)
+    packed = pack(ranked, token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words)
+    assert len(packed.facts) == 2
+    assert all(fact.beside is None for fact in packed.facts)
+    assert "beside" not in packed.text
+
+
+LONG_TURN = (
+    "I had a busy week at work and the weather was awful. "
+    "My sister visited on Tuesday and we cooked together. "
+    "On Saturday I ran my first marathon in Boston and finished in four hours. "
+    "Then we watched a film about whales. "
+    "Next week I start painting lessons at the community centre."
+)
+
+
+def test_a_tight_pack_cuts_prose_to_the_sentences_that_match_the_question() -> None:
+    fact = _said(1, LONG_TURN)
+    whole = len(render([fact], [], at=AT).split())
+    packed = pack(
+        [fact], token_budget=whole - 15, at=AT, count_tokens=words,
+        question="When did Caroline run a marathon?",
+    )  # fmt: skip
+    (kept,) = packed.facts
+    assert kept.fact == (
+        "On 8 May 2023, Caroline said: I had a busy week at work and the weather was awful. "
+        "\u2026 On Saturday I ran my first marathon in Boston and finished in four hours. \u2026"
+    )
+    assert packed.tokens <= whole - 15
+
+
+def test_question_terms_leave_out_function_words() -> None:
+    assert question_terms("When did Caroline go to the LGBTQ support group?") >= {
+        "caroline", "lgbtq", "support", "group",
+    }  # fmt: skip
+    assert not question_terms("When did she go to the?") & {"when", "did", "the"}
+
+
+def test_a_pack_of_turns_repeats_no_text() -> None:
+    turns = [_said(n, f"Sentence number {n} is about topic {n * 7}.") for n in range(1, 30)]
+    ranked = with_neighbours(turns, {1: [turns[1]], 2: [turns[0], turns[2]]}, hits=3)
+    text = pack(ranked, token_budget=MAX_BUDGET, at=AT, count_tokens=words).text
+    said = [line.split("said: ", 1)[1] for line in text.splitlines() if "said: " in line]
+    assert len(said) == len(set(said)) == 29
+    assert "STATES" not in text

@@ -9,6 +9,7 @@ from typing import Any
 
 from curation.adapters.connectors.cmdb import CmdbExportConnector
 from curation.adapters.connectors.confluence import ConfluenceConnector
+from curation.adapters.connectors.conversation import ConversationFolderConnector
 from curation.adapters.connectors.jira import JiraConnector
 from curation.adapters.connectors.markdown import MarkdownFolderConnector
 from curation.adapters.connectors.slack import SlackConnector
@@ -20,6 +21,7 @@ from curation.ports import Connector
 __all__ = [
     "CmdbExportConnector",
     "ConfluenceConnector",
+    "ConversationFolderConnector",
     "JiraConnector",
     "MarkdownFolderConnector",
     "SlackConnector",
@@ -38,6 +40,14 @@ def _markdown(config: Config, _: str, policy: SourcePolicy) -> Connector:
     if "patterns" in config:
         options["patterns"] = tuple(config["patterns"])
     return MarkdownFolderConnector(Path(config["root"]), policy=policy, **options)
+
+
+def _conversation(config: Config, _: str, policy: SourcePolicy) -> Connector:
+    options = _options(config, "max_bytes", "page_size", "base_url")
+    if "patterns" in config:
+        options["patterns"] = tuple(config["patterns"])
+    zone = time_zone(config.get("timezone") or "UTC")
+    return ConversationFolderConnector(Path(config["root"]), policy=policy, zone=zone, **options)
 
 
 def _cmdb(config: Config, _: str, policy: SourcePolicy) -> Connector:
@@ -73,6 +83,7 @@ _BUILDERS: Mapping[ConnectorKind, Callable[[Config, str, SourcePolicy], Connecto
     ConnectorKind.CONFLUENCE: _confluence,
     ConnectorKind.JIRA: _jira,
     ConnectorKind.SLACK: _slack,
+    ConnectorKind.CONVERSATION: _conversation,
 }
 
 

@@ -219,6 +219,14 @@ class MarkdownFolderConnector:
 
     def _read(self, relative: str) -> Item:
         """The file as a record, or a failure saying why it cannot be one."""
+        loaded = self._load(relative)
+        if isinstance(loaded, RecordFailure):
+            return loaded
+        return self._decoded(relative, *loaded)
+
+    def _load(self, relative: str) -> tuple[bytes, int] | RecordFailure:
+        """The file's bytes and mtime (ns), read within the folder and the policy, or a
+        failure saying why it cannot be read."""
         path = self._root / relative
         try:
             # Checked against the root resolved at the start of the run, not re-resolved now.
@@ -239,7 +247,7 @@ class MarkdownFolderConnector:
             return self._failure(relative, "unreadable: missing (deleted, or a dangling symlink)")
         except OSError as exc:
             return self._failure(relative, f"unreadable: {exc.strerror or exc}")
-        return self._decoded(relative, data, info.st_mtime_ns)
+        return data, info.st_mtime_ns
 
     def _decoded(self, relative: str, data: bytes, mtime_ns: int) -> Item:
         if len(data) > self._max_bytes:  # it grew between stat and read
