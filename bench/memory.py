@@ -19,8 +19,8 @@ Each question (those with evidence; categories 1 multi-hop, 2 temporal, 3 open-d
 - VERA pack @B: `context_pack` exactly as the REST context endpoint builds it (the
   bound search, not recorded, the pure assembler), not kept, within B = 500, 1000, 2000
   tokens;
-- VERA search R@5 / R@10: `pipeline.search` (not recorded) and the index texts of the
-  top 5 / 10 hits' claims;
+- VERA search R@5 / R@10 / R@40: `pipeline.search` (not recorded) and the index texts
+  of the top 5 / 10 / 40 hits' claims (40: the hits a pack of 1,000 tokens reads);
 - baselines over single turns ("Speaker: text"): Okapi BM25 (k1 0.9, b 0.4), dense
   MiniLM cosine (the project's own passage/query embedders) and RRF (k 60) of both, each
   filling the budget greedily in rank order (a turn that does not fit is skipped, the
@@ -57,7 +57,7 @@ DATA = ROOT.parent / "shared" / "eval" / "locomo_dev" / "locomo_dev5.json"
 BUDGETS = (500, 1000, 2000)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 BASELINES = ("BM25", "dense", "RRF")
-SEARCH_CUTOFFS = (5, 10)
+SEARCH_CUTOFFS = (5, 10, 40)  # 40: the hits a pack of 1,000 tokens reads
 BM25_K1, BM25_B = 0.9, 0.4
 RRF_K = 60
 GRAM = 5

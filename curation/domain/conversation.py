@@ -65,11 +65,16 @@ _CLOCK = re.compile(
     r"\b(?P<H>\d{1,2})(?::(?P<M>\d{2}))?(?::(?P<S>\d{2}))?\s*(?P<half>[ap]\.?m\b\.?)?",
     re.IGNORECASE,
 )
+_HALF_DAY = re.compile(r"\s*[ap]\.?m\b", re.IGNORECASE)
+# A session heading as `render_transcript` writes it: its time last, in parentheses.
+_STAMPED = re.compile(r"\((?P<iso>\d{4}-\d{2}-\d{2}T[^()]*)\)\s*$")
 _HEADING = re.compile(r"^ {0,3}(?P<marks>#{1,6})\s+(?P<text>.*?)\s*#*\s*$")
 _SPEAKER = r"[^\W\d_][\w.'\u2019 -]{0,58}?"
+_BOLD_SPEAKER = r"[^*:\[\]\n]{1,60}?"  # bold marks a name, whatever it looks like
 _TURN = re.compile(
     rf"^\s*(?:\[(?P<time>[^\]\n]{{1,40}})\]\s*)?"
-    rf"(?:\*\*(?P<bold>{_SPEAKER})\*\*:?|(?P<plain>{_SPEAKER})):\s*(?P<text>\S.*)$"
+    rf"(?:\*\*(?P<bold>{_BOLD_SPEAKER})(?::\*\*|\*\*:)|(?P<plain>{_SPEAKER}):)"
+    rf"\s*(?P<text>\S.*)$"
 )
 _SESSION_WORD = re.compile(r"\bsession\b", re.IGNORECASE)
 MAX_SPEAKER_WORDS = 5
@@ -144,6 +149,10 @@ def parse_when(text: str, zone: dt.tzinfo = dt.UTC) -> dt.datetime | None:
         try:
             day = dt.date(int(found["y"]), int(found["m"]), int(found["d"]))
             clock = (int(found["H"] or 0), int(found["M"] or 0), int(found["S"] or 0))
+            if found["H"] is None:  # "2023-05-08 at 1:56 pm": the clock written beside it
+                clock = _clock(text[: found.start()] + " " + text[found.end() :]) or clock
+            elif _HALF_DAY.match(text, found.end()):  # "2023-05-08 1:56 pm"
+                clock = _clock(text[found.start("H") :]) or clock
             when = dt.datetime.combine(day, dt.time(*clock))
         except ValueError:
             return None
@@ -186,8 +195,11 @@ def day_label(day: dt.date) -> str:
 def _speaker(found: re.Match[str], seen: set[str]) -> str | None:
     """Who a `Name: text` line names, if it names someone: a speaker already heard, else
     a name of at most MAX_SPEAKER_WORDS words, each capitalised (one word may be a user
-    name), so "the reason is: ..." inside a turn continues it."""
-    speaker = " ".join((found.group("bold") or found.group("plain") or "").split())
+    name), so "the reason is: ..." inside a turn continues it; a name in bold is one,
+    whatever it looks like."""
+    if bold := " ".join((found.group("bold") or "").split()):
+        return bold
+    speaker = " ".join((found.group("plain") or "").split())
     if speaker in seen:
         return speaker
     words = speaker.split()
@@ -235,9 +247,13 @@ class _Reader:
             )
         self.current = None
 
-    def heading(self, words: str) -> None:
+    def heading(self, words: str, level: int) -> None:
         self.close()
-        when = parse_when(words, self.zone)
+        if level == 1 and not self.title and not _SESSION_WORD.search(words):
+            self.title = words  # "# #general 2023-05-08": the title, though it has a date
+            return
+        stamped = _STAMPED.search(words)
+        when = parse_when(stamped["iso"] if stamped else words, self.zone)
         if when is not None or _SESSION_WORD.search(words):
             self.session_time = when
             self.sessions.append(Session(len(self.sessions) + 1, words, when))
@@ -246,7 +262,7 @@ class _Reader:
 
     def line(self, line: str, begin: int) -> None:
         if heading := _HEADING.match(line):
-            self.heading(heading.group("text"))
+            self.heading(heading.group("text"), len(heading.group("marks")))
             return
         found = _TURN.match(line)
         speaker = _speaker(found, self.seen) if found else None
@@ -302,6 +318,12 @@ def _stamp(when: dt.datetime) -> str:
     return when.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _reads_plain(speaker: str) -> bool:
+    """Whether `Speaker: text` reads back as this speaker's turn without bold."""
+    found = _TURN.match(f"{speaker}: x")
+    return bool(found and found.group("plain") == speaker and _speaker(found, set()))
+
+
 def render_transcript(title: str, sessions: Sequence[WrittenSession]) -> str:
     """The Markdown transcript `parse_transcript` reads back turn for turn: a session's
     heading carries its ISO time; a turn whose time differs from its session's leads with
@@ -320,6 +342,8 @@ def render_transcript(title: str, sessions: Sequence[WrittenSession]) -> str:
                 continue
             speaker = re.sub(r"[:*\[\]\n]+", " ", turn.speaker)
             speaker = _one_line(speaker) or "Unknown"
+            if not _reads_plain(speaker):
+                speaker = f"**{speaker}**"
             lead = ""
             if turn.said is not None and turn.said != session.said:
                 lead = f"[{_stamp(turn.said)}] "

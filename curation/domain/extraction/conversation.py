@@ -108,10 +108,12 @@ def turn_claim(
 def _happened(found: Sequence[Mention], said: dt.datetime | None) -> dt.datetime | None:
     """From when the turn's statement holds: the day it says something happened, when it
     names exactly one day (or span) in the past; else when it was said."""
-    past = [m for m in found if m.past]
-    if said is None or len(past) != 1:
+    if said is None:
+        return None
+    # Distinct days (or spans) before the day it was said: "today" is not one, and a
+    # day said twice is still one day.
+    past = {(m.first, m.last) for m in found if m.past and m.first < said.date()}
+    if len(past) != 1:
         return said
-    first = past[0].first
-    if first >= said.date():
-        return said
+    ((first, _),) = past
     return dt.datetime.combine(first, dt.time(), tzinfo=said.tzinfo)
