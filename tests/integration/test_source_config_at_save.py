@@ -63,6 +63,9 @@ REFUSED = [
     pytest.param(
         "slack", {"channel": "C0OPS", "page_size": True}, "'page_size' has the wrong", id="bool"
     ),
+    pytest.param(
+        "conversation", {"root": ".", "timezone": "Mars/Olympus"}, "timezone names an", id="chat"
+    ),
 ]
 
 
