@@ -42,6 +42,11 @@ class ApiKeySerializer(serializers.ModelSerializer[ApiKey]):
 
     key_prefix = serializers.CharField(source="display", read_only=True)
     owner = serializers.CharField(source="owner.get_username", read_only=True)
+    issued_by = serializers.CharField(
+        source="created_by.get_username", read_only=True,
+        help_text="who issued it: a key issued in another member's name is revoked when "
+        "its issuer loses the role that allowed it",
+    )  # fmt: skip
     scope = serializers.CharField(
         source="scope.group_id", read_only=True,
         help_text="the same as group_id (kept for existing clients)",
@@ -53,7 +58,7 @@ class ApiKeySerializer(serializers.ModelSerializer[ApiKey]):
     class Meta:
         model = ApiKey
         fields = [
-            "id", "name", "key_prefix", "owner", "scope", "group_id", "role_ceiling",
+            "id", "name", "key_prefix", "owner", "issued_by", "scope", "group_id", "role_ceiling",
             "created_at", "expires_at", "last_used_at", "revoked_at", "status",
         ]  # fmt: skip
 

@@ -50,13 +50,20 @@ def api_key_issue(
     """Issue a key for a member of a scope the actor administers.
 
     Nobody can give a key more reach than they have: the ceiling may not exceed the
-    actor's role nor the owner's role on the scope.
+    actor's role nor the owner's role on the scope, and a key in another member's name
+    is for a member whose role there is not above the actor's (nobody acts as a
+    stronger member). The key records its issuer; one issued for someone else is
+    revoked when the issuer loses the role that allowed it (`revoke_past_issuers`).
     """
     scope = Scope.objects.get(pk=scope_id)
     actor_role = _require_admin(actor, scope)
     owner_role = user_roles(owner_id).get(scope.group_id)
     if owner_role is None:
         raise PermissionDenied("the key owner is not a member of this scope")
+    if owner_id != actor.user_id and owner_role > actor_role:
+        raise PermissionDenied(
+            "a key in another member's name needs a role there at least as high as theirs"
+        )
     if role_ceiling > min(actor_role, owner_role):
         raise PermissionDenied("a key cannot reach beyond its owner's or its issuer's role")
     if expires_at is not None and expires_at <= timezone.now():
@@ -79,6 +86,55 @@ def api_key_issue(
         ip_address=ip_address,
     )
     return issued
+
+
+def _allowed_issuer(role: Role | None, key: ApiKey, owner_role: Role | None) -> bool:
+    """Whether an issuer holding `role` on the key's scope may still have issued it for
+    its owner: admin there, not below the owner's role nor the key's ceiling."""
+    return (
+        role is not None
+        and role >= Role.ADMIN
+        and role >= key.role_ceiling
+        and (owner_role is None or role >= owner_role)
+    )
+
+
+def revoke_past_issuers(*, issuer_id: int, reason: str) -> int:
+    """Revoke the live keys `issuer_id` issued in other members' names that their role no
+    longer allows (removed, demoted, deactivated, a provider group lost); returns how
+    many. Called by every change that can take a role away, in its transaction."""
+    from django.contrib.auth import get_user_model
+
+    issued = list(
+        ApiKey.objects.select_for_update()
+        .filter(created_by_id=issuer_id, revoked_at__isnull=True)
+        .exclude(owner_id=issuer_id)
+        .select_related("scope")
+    )
+    if not issued:
+        return 0
+    active = get_user_model().objects.filter(pk=issuer_id, is_active=True).exists()
+    roles = user_roles(issuer_id) if active else {}
+    owners: dict[int, dict[str, Role]] = {}
+    stale = []
+    for key in issued:
+        if key.owner_id not in owners:
+            owners[key.owner_id] = user_roles(key.owner_id)
+        owner_role = owners[key.owner_id].get(key.group_id)
+        if not _allowed_issuer(roles.get(key.group_id), key, owner_role):
+            stale.append(key)
+    now = timezone.now()
+    for key in stale:
+        key.revoked_at = now
+        key.save(update_fields=["revoked_at"])
+        audit_record(
+            actor=Principal(label="system:key-issuer-check", user_id=None),
+            group_id=key.group_id,
+            action="api_key.revoke",
+            target=("api_key", key.prefix),
+            data={"issuer_id": issuer_id, "owner_id": key.owner_id, "reason": reason},
+        )
+    return len(stale)
 
 
 def _store_new_key(*, actor: Principal, **fields: object) -> IssuedKey:

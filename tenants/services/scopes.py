@@ -15,6 +15,7 @@ from tenants.domain import members as rules
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind, check_parent, new_group_id
 from tenants.models import ApiKey, Membership, Scope
+from tenants.services.api_keys import revoke_past_issuers
 from tenants.services.audit import audit_record
 
 
@@ -264,7 +265,10 @@ def member_set_role(*, actor: Principal, group_id: str, user: int | str, role: R
     )  # fmt: skip
     if refusal:
         raise PermissionDenied(refusal)
-    return membership_grant(user_id=user_id, scope_id=scope.pk, role=role, audited_as=actor)
+    granted = membership_grant(user_id=user_id, scope_id=scope.pk, role=role, audited_as=actor)
+    if held is not None and role < held:  # what they issued for others may be past them now
+        revoke_past_issuers(issuer_id=user_id, reason="role.change")
+    return granted
 
 
 @transaction.atomic
@@ -287,6 +291,7 @@ def member_remove(*, actor: Principal, group_id: str, user_id: int) -> None:
     revoked = ApiKey.objects.filter(
         owner_id=user_id, scope_id__in=_subtree_ids(scope), revoked_at__isnull=True
     ).update(revoked_at=timezone.now())
+    revoked += revoke_past_issuers(issuer_id=user_id, reason="role.revoke")
     _audit(
         actor,
         scope,
@@ -328,10 +333,27 @@ def member_deactivate(*, actor: Principal, group_id: str, user_id: int) -> int:
     revoked = ApiKey.objects.filter(owner_id=user_id, revoked_at__isnull=True).update(
         revoked_at=timezone.now()
     )
+    revoked += revoke_past_issuers(issuer_id=user_id, reason="user.deactivate")
     _audit(
         actor, scope, "user.deactivate", target=("user", user_id), data={"keys_revoked": revoked}
     )
     return revoked
+
+
+def _revoke_for_provider(scope: Scope, user_id: int, *, owned: bool = True) -> int:
+    """At sign-in no principal holds the scope: the keys a lost provider role ends are
+    revoked as the system, over the scope and the scopes below it. `owned`: the person's
+    own keys there too (their membership went), not only those they issued for others."""
+    ids = _subtree_ids(scope)
+    groups = Scope.objects.filter(pk__in=ids).values_list("group_id", flat=True)
+    system = Principal(label="system:oidc", roles=dict.fromkeys(groups, Role.OWNER))
+    with rls.tenant_context(system):
+        revoked = 0
+        if owned:
+            revoked = ApiKey.objects.filter(
+                owner_id=user_id, scope_id__in=ids, revoked_at__isnull=True
+            ).update(revoked_at=timezone.now())
+        return revoked + revoke_past_issuers(issuer_id=user_id, reason="oidc")
 
 
 @transaction.atomic
@@ -351,9 +373,7 @@ def memberships_from_idp(*, user_id: int, wanted: dict[str, Role], mapped: set[s
         if want is None:
             if current is not None:
                 current.delete()
-                revoked = ApiKey.objects.filter(
-                    owner_id=user_id, scope_id__in=_subtree_ids(scope), revoked_at__isnull=True
-                ).update(revoked_at=timezone.now())
+                revoked = _revoke_for_provider(scope, user_id)
                 _audit(provider, scope, "role.revoke", target=("user", user_id),
                        data={"role": Role(current.role).name.lower(), "via": "oidc",
                              "keys_revoked": revoked})  # fmt: skip
@@ -365,3 +385,5 @@ def memberships_from_idp(*, user_id: int, wanted: dict[str, Role], mapped: set[s
         )
         _audit(provider, scope, "role.grant", target=("user", user_id),
                data={"role": want.name.lower(), "via": "oidc", "new": current is None})  # fmt: skip
+        if current is not None and want < current.role:
+            _revoke_for_provider(scope, user_id, owned=False)
