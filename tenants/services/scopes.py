@@ -45,6 +45,9 @@ def scope_create(*, kind: ScopeKind, name: str, parent_id: int | None = None) ->
     )
 
 
+PERSONAL_REFUSAL = "a personal scope is its owner's alone: it takes no other members"
+
+
 @transaction.atomic
 def personal_scope_ensure(*, user_id: int, username: str) -> Scope:
     """The user's personal (`u:`) scope, created with an owner membership on first use."""
@@ -76,6 +79,8 @@ def membership_grant(
     that checked its caller (`member_set_role`, recorded as `audited_as`).
     """
     scope = Scope.objects.get(pk=scope_id)
+    if scope.kind == ScopeKind.PERSONAL:
+        raise PermissionDenied(PERSONAL_REFUSAL)
     if actor is not None:
         held = actor.role_in(scope.group_id)
         if held is None or held < Role.ADMIN or role > held:
@@ -254,6 +259,8 @@ def member_set_role(*, actor: Principal, group_id: str, user: int | str, role: R
     stays owner. Takes effect on the member's next request; audited.
     """
     scope = scope_visible(actor, group_id)
+    if scope.kind == ScopeKind.PERSONAL:
+        raise PermissionDenied(PERSONAL_REFUSAL)
     user_id = user if isinstance(user, int) else _user(user)
     if isinstance(user, int) and not get_user_model().objects.filter(pk=user_id).exists():
         raise NotFound("no such user")

@@ -372,6 +372,15 @@ def test_a_foreign_host_header_is_refused(
     key = a.issue_key(owner=a.viewer, role=Role.VIEWER).plaintext
     response = _initialize(server, key, Host="evil.example")
     assert response.status_code == 421
+    # Checked before credentials: the same answer without a token, or with a bad one.
+    assert _initialize(server, None, Host="evil.example").status_code == 421
+    assert _initialize(server, "vera_nope", Host="evil.example").status_code == 421
+    assert _initialize(server, None, Origin="https://evil.example").status_code == 403
+    metadata = httpx.get(
+        f"{server.base}/.well-known/oauth-protected-resource", headers={"Host": "evil.example"}
+    )
+    assert metadata.status_code == 421
+    assert httpx.get(f"{server.base}/healthz", headers={"Host": "pod-1"}).status_code == 200
 
 
 def test_repeated_failed_authentications_turn_into_429_while_a_valid_key_still_passes(

@@ -19,7 +19,7 @@ from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import AnyHttpUrl, Field
 from rest_framework.exceptions import Throttled
@@ -313,6 +313,25 @@ class FailedAuthentications:
             return
 
 
+class HostAndOriginFirst:
+    """The Host and Origin checks (DNS rebinding) before anything else, credentials
+    included: a request for another host is answered 421 (a foreign Origin 403) whether
+    or not it carries a token, so a refusal never says whether a credential was good.
+    `/healthz` is left to probes, which name the pod rather than the service."""
+
+    def __init__(self, app: Any, security: TransportSecuritySettings) -> None:
+        self.app = app
+        self.check = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") != "/healthz":
+            refusal = await self.check.validate_request(Request(scope), is_post=False)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class _Answered(Exception):
     """The 401 was replaced by a 429: the rest of the original response is dropped."""
 
@@ -328,9 +347,10 @@ METADATA_PATH = "/.well-known/oauth-protected-resource"
 def build_app() -> Starlette:
     """The ASGI app: `/mcp`, its metadata (path-suffixed and root forms) and `/healthz`."""
     server = build_server()
+    security = transport_security()
     app = server.streamable_http_app(
         streamable_http_path=urlparse(settings.VERA_MCP__RESOURCE_URL).path or "/mcp",
-        transport_security=transport_security(),
+        transport_security=security,
     )
     path = urlparse(settings.VERA_MCP__RESOURCE_URL).path
     # VERA serves the metadata itself, so it names every configured authorization server
@@ -344,4 +364,5 @@ def build_app() -> Starlette:
         app.router.routes.append(Route(where, _metadata, methods=["GET"]))
     app.router.routes.append(Route("/healthz", _healthz, methods=["GET"]))
     app.add_middleware(FailedAuthentications)
+    app.add_middleware(HostAndOriginFirst, security=security)  # the outermost: first
     return app
