@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from curation.domain.names import DEFAULT_FUNCTIONAL_PREDICATES
 from curation.domain.records import PREDICATE_PATTERN
+from kernel.names import name_refusal
 
 MAX_WORDS = 64  # words, and question forms, per predicate
 MAX_TEXT = 200  # characters of a label, a word or a question form
@@ -70,6 +71,8 @@ def sense_refusal(sense: PredicateSense) -> str:
         return f"name {sense.name!r} must be UPPER_SNAKE_CASE, like RUNS_ON"
     if not sense.label.strip() or len(sense.label) > MAX_TEXT:
         return f"label must be 1 to {MAX_TEXT} characters"
+    if refusal := name_refusal(sense.label, field="label"):
+        return refusal
     for key in ("words", "questions"):
         values = getattr(sense, key)
         if len(values) > MAX_WORDS:

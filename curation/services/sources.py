@@ -33,6 +33,7 @@ from curation.domain.source_policy import (
 from curation.domain.sources import AGENT_KIND
 from curation.domain.tiers import Tier
 from curation.models import CONNECTOR_KINDS, Source
+from kernel.names import checked_name
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
 from tenants.models import Scope
@@ -201,6 +202,7 @@ def source_create(
 ) -> Source:
     """Create a source in a scope the actor administers, within the allow-lists; audited."""
     _require_admin(actor, group_id)
+    checked_name(name)
     source_validate(
         kind=kind, config=config, token_env=token_env, trust_tier=trust_tier, group_id=group_id
     )
@@ -233,6 +235,8 @@ def source_update(*, actor: Principal, source_id: int, **changes: Any) -> Source
         )
     source = Source.objects.select_for_update().get(pk=source_id)
     _require_admin(actor, source.group_id)
+    if "name" in changes:
+        checked_name(str(changes["name"]))
     for field, value in changes.items():
         setattr(source, field, value)
     if source.kind == AGENT_KIND:

@@ -41,6 +41,7 @@ from curation.domain.ontology import Ontology
 from curation.domain.validity import VALID_NOW
 from curation.models import Claim, Evidence
 from curation.selectors import ontology_at, ontology_for
+from kernel.names import name_refusal
 from retrieval.domain import lexical, ranking
 from retrieval.domain.context import ASSEMBLER_VERSION
 from retrieval.domain.query import Query
@@ -83,6 +84,8 @@ def snapshot_take(*, actor: Principal, group_id: str, name: str, reason: str = "
     name = name.strip()
     if not name:
         raise SnapshotRefused("name the snapshot: it is how its searches are told apart")
+    if refusal := name_refusal(name) or name_refusal(reason, field="reason"):
+        raise SnapshotRefused(refusal)
     snapshot = Snapshot.objects.create(
         group_id=group_id, name=name[:200], reason=reason.strip()[:500], created_by=actor.label
     )

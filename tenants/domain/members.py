@@ -8,6 +8,7 @@ scope would keep after the change, its own and those inherited from the scopes a
 
 from __future__ import annotations
 
+from kernel.names import checked_name
 from tenants.domain.scopes import PARENT_KIND, Role, ScopeKind
 
 NAME_MAX = 200
@@ -25,7 +26,7 @@ def scope_name(name: object) -> str:
     """A scope's name, stripped; ValueError when blank, too long or not text."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError("a scope needs a name")
-    cleaned = " ".join(name.split())
+    cleaned = checked_name(" ".join(name.split()))
     if len(cleaned) > NAME_MAX:
         raise ValueError(f"a scope's name is at most {NAME_MAX} characters")
     return cleaned

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.errors import PermissionDenied
+from kernel.names import checked_name
 from tenants import rls
 from tenants.domain import api_keys as keys
 from tenants.domain.access import Principal
@@ -55,6 +56,7 @@ def api_key_issue(
     stronger member). The key records its issuer; one issued for someone else is
     revoked when the issuer loses the role that allowed it (`revoke_past_issuers`).
     """
+    checked_name(name)
     scope = Scope.objects.get(pk=scope_id)
     actor_role = _require_admin(actor, scope)
     owner_role = user_roles(owner_id).get(scope.group_id)

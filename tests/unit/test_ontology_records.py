@@ -23,6 +23,7 @@ from curation.domain.ontology_records import (
     sense_record,
     stored_refusal,
 )
+from kernel.names import name_refusal as display_name_refusal
 
 RUNS_ON = DEFAULT_ONTOLOGY.senses["RUNS_ON"]
 
@@ -30,7 +31,7 @@ _entry = st.text(min_size=1, max_size=MAX_TEXT).filter(str.strip)
 senses = st.builds(
     PredicateSense,
     name=st.from_regex(r"\A[A-Z][A-Z0-9]{0,8}(_[A-Z0-9]{1,8}){0,3}\Z"),
-    label=_entry,
+    label=_entry.filter(lambda label: not display_name_refusal(label)),  # a label is a name
     description=st.text(max_size=50),
     words=st.lists(_entry, max_size=5).map(tuple),
     questions=st.lists(_entry.map(lambda text: f"{text} {ENTITY_SLOT}"), max_size=5).map(tuple),
