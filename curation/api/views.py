@@ -63,6 +63,7 @@ from curation.services.retraction import (
 from curation.services.sources import source_create
 from curation.tasks import reprocess_enqueue
 from kernel.params import MAX_ID, InvalidQuery, ParamReader
+from tenants.api.scoping import NOT_VISIBLE, SCOPE_PARAMETER, ScopeNarrowedList, scoped_list_schema
 from tenants.domain.scopes import Role
 from tenants.principals import principal_of
 
@@ -75,7 +76,8 @@ def _parsed[T](parse: Callable[[dict[str, str]], T], request: Request) -> T:
         raise exceptions.ValidationError(error.errors) from None
 
 
-class SourceListView(generics.ListAPIView[Source]):
+@scoped_list_schema
+class SourceListView(ScopeNarrowedList, generics.ListAPIView[Source]):
     """Sources of the scopes the caller administers; POST creates one."""
 
     serializer_class = SourceSerializer
@@ -97,7 +99,7 @@ class SourceListView(generics.ListAPIView[Source]):
         return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
 
 
-class EpisodeListView(generics.ListAPIView[Episode]):
+class EpisodeListView(ScopeNarrowedList, generics.ListAPIView[Episode]):
     """Episodes (fetched artifacts), newest first; filter by source and status."""
 
     serializer_class = EpisodeSerializer
@@ -106,7 +108,9 @@ class EpisodeListView(generics.ListAPIView[Episode]):
         parameters=[
             parameters.record_id("source", description="only episodes of this source"),
             parameters.choice("status", EpisodeStatus.values, description="only this status"),
-        ]
+            SCOPE_PARAMETER,
+        ],
+        responses={200: EpisodeSerializer(many=True), 404: NOT_VISIBLE},
     )
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
@@ -130,7 +134,7 @@ def _episode_filters(params: dict[str, str]) -> tuple[int | None, str | None]:
     return source, episode_status
 
 
-class ClaimListView(generics.ListAPIView[Claim]):
+class ClaimListView(ScopeNarrowedList, generics.ListAPIView[Claim]):
     """Claims, published now by default; `as_of` returns what was valid then."""
 
     serializer_class = ClaimSerializer
@@ -147,7 +151,9 @@ class ClaimListView(generics.ListAPIView[Claim]):
                 "tier", low=TIER_RANGE[0], high=TIER_RANGE[1], description="only this trust tier"
             ),
             parameters.instant(description="what was valid then, instead of what is published now"),
-        ]
+            SCOPE_PARAMETER,
+        ],
+        responses={200: ClaimSerializer(many=True), 404: NOT_VISIBLE},
     )
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)

@@ -34,7 +34,8 @@ class ClaimFilters:
 
 def parse_claim_filters(params: Mapping[str, str]) -> ClaimFilters:
     """The validated filters; InvalidQuery names every bad one."""
-    reader = ParamReader(params, allowed=(*CLAIM_FILTERS, *PAGINATION))
+    # `scope` narrows row-level security (the view's), not a filter here.
+    reader = ParamReader(params, allowed=(*CLAIM_FILTERS, *PAGINATION, "scope"))
     status = reader.choice("status", [s.value for s in ClaimStatus])
     filters = ClaimFilters(
         status=ClaimStatus(status) if status else None,

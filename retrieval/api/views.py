@@ -65,6 +65,7 @@ from retrieval.services.word_learning import (
 from retrieval.tasks import snapshots_build
 from tenants import rls
 from tenants import selectors as tenant_selectors
+from tenants.api.scoping import NOT_VISIBLE, SCOPE_PARAMETER, request_narrowed
 from tenants.domain.access import Principal
 from tenants.principals import principal_of
 
@@ -401,10 +402,14 @@ class QuestionWordDecisionView(APIView):
 class SnapshotListView(APIView):
     """Knowledge snapshots of the caller's workspaces, newest first; POST takes one."""
 
-    @extend_schema(responses={200: SnapshotSerializer(many=True)})
+    @extend_schema(
+        parameters=[SCOPE_PARAMETER],
+        responses={200: SnapshotSerializer(many=True), 404: NOT_VISIBLE},
+    )
     def get(self, request: Request) -> Response:
-        snapshots = Snapshot.objects.order_by("-created_at", "-pk")[:200]
-        return Response(SnapshotSerializer(snapshots, many=True).data)
+        with request_narrowed(request):
+            snapshots = Snapshot.objects.order_by("-created_at", "-pk")[:200]
+            return Response(SnapshotSerializer(snapshots, many=True).data)
 
     @extend_schema(
         request=SnapshotCreateSerializer,

@@ -18,6 +18,13 @@ from rest_framework.views import APIView
 
 from common.errors import NotFound, PermissionDenied
 from tenants import selectors
+from tenants.api.scoping import (
+    NOT_VISIBLE,
+    SCOPE_PARAMETER,
+    ScopeNarrowedList,
+    request_narrowed,
+    scoped_list_schema,
+)
 from tenants.api.serializers import (
     ApiKeyIssueSerializer,
     ApiKeySerializer,
@@ -58,7 +65,8 @@ class MeView(APIView):
         )
 
 
-class ApiKeyListView(generics.ListAPIView[ApiKey]):
+@scoped_list_schema
+class ApiKeyListView(ScopeNarrowedList, generics.ListAPIView[ApiKey]):
     """Keys the caller administers or owns; POST issues one (the secret is shown once)."""
 
     serializer_class = ApiKeySerializer
@@ -132,7 +140,8 @@ class ApiKeyRevokeView(APIView):
         )
 
 
-class AuditEventListView(generics.ListAPIView[AuditEvent]):
+@scoped_list_schema
+class AuditEventListView(ScopeNarrowedList, generics.ListAPIView[AuditEvent]):
     """Audit events of the scopes the caller administers, newest first."""
 
     serializer_class = AuditEventSerializer
@@ -158,10 +167,13 @@ class ScopeListView(APIView):
     an organisation, by its owners and admins) or a project (under a workspace, by its
     admins)."""
 
-    @extend_schema(responses={200: ScopeSerializer(many=True)})
+    @extend_schema(
+        parameters=[SCOPE_PARAMETER],
+        responses={200: ScopeSerializer(many=True), 404: NOT_VISIBLE},
+    )
     def get(self, request: Request) -> Response:
-        principal = principal_of(request)
-        found = selectors.scopes_reached(principal)
+        with request_narrowed(request) as principal:
+            found = list(selectors.scopes_reached(principal))
         return Response(ScopeSerializer(found, many=True, context={"roles": principal.roles}).data)
 
     @extend_schema(
