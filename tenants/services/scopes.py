@@ -127,6 +127,31 @@ def _require_manager(actor: Principal, scope_kind: ScopeKind, parent: Scope) -> 
 
 
 @transaction.atomic
+def organisation_create(*, name: str, owner: int | str, by: str) -> Scope:
+    """Open a deployment's organisation with its first owner (a user id, username or
+    email of an active user): what an operator does before anyone can invite anyone.
+    `by` names the operator (a superuser's username, a command); audited in the new
+    organisation. Names follow the scope name rule and are unique among organisations,
+    whatever the case."""
+    cleaned = rules.scope_name(name)
+    taken = Scope.objects.filter(kind=ScopeKind.ORGANISATION, name__iexact=cleaned).exists()
+    if taken:
+        raise ValueError(f"an organisation named {cleaned!r} exists already")
+    user_id = owner if isinstance(owner, int) else _user(owner)
+    if not get_user_model().objects.filter(pk=user_id, is_active=True).exists():
+        raise NotFound("no such active user")
+    scope = scope_create(kind=ScopeKind.ORGANISATION, name=cleaned)
+    operator = Principal(label=f"operator:{by}", roles={scope.group_id: Role.OWNER})
+    with rls.tenant_context(operator):
+        audit_record(
+            actor=operator, group_id=scope.group_id, action="scope.open",
+            target=("scope", scope.group_id), data={"kind": "organisation", "name": cleaned},
+        )  # fmt: skip
+    membership_grant(user_id=user_id, scope_id=scope.pk, role=Role.OWNER, audited_as=operator)
+    return scope
+
+
+@transaction.atomic
 def scope_open(*, actor: Principal, kind: ScopeKind, name: str, parent_group_id: str) -> Scope:
     """Open a workspace under an organisation or a project under a workspace; audited in
     both. The opener's role reaches it from above (no membership is added)."""

@@ -7,6 +7,7 @@ from tenants.web import scopes
 app_name = "scopes"
 urlpatterns = [
     path("", scopes.scope_list, name="list"),
+    path("organisations/", scopes.organisations, name="organisations"),
     path("<str:group_id>/", scopes.scope_page, name="page"),
     path("<str:group_id>/open", scopes.scope_open, name="open"),
     path("<str:group_id>/change", scopes.scope_change, name="change"),

@@ -36,7 +36,30 @@ def scope_list(request: HttpRequest) -> HttpResponse:
          "role": principal.roles[scope.group_id].name.lower()}
         for scope in selectors.scopes_reached(principal)
     ]  # fmt: skip
-    return render(request, "tenants/scopes.html", {"rows": rows})
+    superuser = getattr(request.user, "is_superuser", False)
+    return render(request, "tenants/scopes.html", {"rows": rows, "superuser": superuser})
+
+
+@login_required
+def organisations(request: HttpRequest) -> HttpResponse:
+    """Superusers only: every organisation of the deployment, and a form opening one with
+    its first owner (the same use case as `manage.py create_organisation`)."""
+    if not getattr(request.user, "is_superuser", False):
+        raise Http404("No such page.")
+    if request.method == "POST":
+        name = request.POST.get("name", "")
+        owner = request.POST.get("owner", "").strip()
+        try:
+            scope = scopes.organisation_create(
+                name=name, owner=owner, by=request.user.get_username()
+            )
+        except (NotFound, ValueError) as error:
+            messages.error(request, f"Not opened: {error}.")
+        else:
+            messages.success(request, f"Opened {scope.name} ({scope.group_id}), owned by {owner}.")
+            return redirect("scopes:organisations")
+    found = Scope.objects.filter(kind=ScopeKind.ORGANISATION).order_by("name")
+    return render(request, "tenants/organisations.html", {"organisations": found})
 
 
 @login_required
