@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
+from django.apps import apps
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
@@ -260,3 +262,31 @@ def rate_limit_scopes(principal: Principal) -> list[ScopeLimits]:
         )
         for group_id, search, write, own_search, own_write in rows
     ]
+
+
+def verified_emails(user_id: int) -> set[str]:
+    """The addresses a person has shown they hold, lower-cased. Addresses managed in the
+    account pages (allauth's records) count once verified; a person without any such
+    record has the one address an operator or the identity provider gave them."""
+    records = list(
+        apps.get_model("account", "EmailAddress")
+        .objects.filter(user_id=user_id)
+        .values_list("email", "verified")
+    )
+    if records:
+        return {email.lower() for email, verified in records if verified}
+    email = get_user_model().objects.filter(pk=user_id).values_list("email", flat=True).first()
+    return {email.lower()} if email else set()
+
+
+def users_with_verified_email(email: str) -> list[int]:
+    """The active people who have verified `email` (see `verified_emails`)."""
+    wanted = email.strip().lower()
+    recorded = apps.get_model("account", "EmailAddress").objects.filter(email__iexact=wanted)
+    candidates = set(
+        get_user_model()
+        .objects.filter(Q(email__iexact=wanted) | Q(pk__in=recorded.values("user_id")))
+        .filter(is_active=True)
+        .values_list("pk", flat=True)
+    )
+    return sorted(pk for pk in candidates if wanted in verified_emails(pk))

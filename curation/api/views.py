@@ -63,9 +63,9 @@ from curation.services.retraction import (
 from curation.services.sources import source_create
 from curation.tasks import reprocess_enqueue
 from kernel.params import MAX_ID, InvalidQuery, ParamReader
-from tenants.api.scoping import NOT_VISIBLE, SCOPE_PARAMETER, ScopeNarrowedList, scoped_list_schema
 from tenants.domain.scopes import Role
 from tenants.principals import principal_of
+from tenants.scoping import NOT_VISIBLE, SCOPE_PARAMETER, ScopeNarrowedList, scoped_list_schema
 
 
 def _parsed[T](parse: Callable[[dict[str, str]], T], request: Request) -> T:

@@ -65,9 +65,9 @@ from retrieval.services.word_learning import (
 from retrieval.tasks import snapshots_build
 from tenants import rls
 from tenants import selectors as tenant_selectors
-from tenants.api.scoping import NOT_VISIBLE, SCOPE_PARAMETER, request_narrowed
 from tenants.domain.access import Principal
 from tenants.principals import principal_of
+from tenants.scoping import NOT_VISIBLE, SCOPE_PARAMETER, request_narrowed
 
 # What `parse_query` accepts as `q`: at most MAX_QUERY_CHARS, no NUL, and something
 # besides what `str.strip` trims (regex \s, plus the separators \x1c-\x1f and \x85).

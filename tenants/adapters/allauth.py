@@ -31,9 +31,12 @@ class InviteOnlyAccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # 
         return email
 
     def save_user(self, request: HttpRequest, user: Any, form: Any, commit: bool = True) -> Any:
-        """The new account, and the invitation it was opened for accepted with it."""
+        """The new account, and the invitation it was opened for accepted with it. The
+        link verifies the one address it was sent to (the sign-up form only takes that
+        address): allauth records it verified."""
         saved = super().save_user(request, user, form, commit=commit)
         token = request.session.pop(SESSION_KEY, None)
         if commit and token:
-            invitations.invitation_accept(token=token, user_id=saved.pk)
+            invitations.invitation_accept(token=token, user_id=saved.pk, signed_up_by_link=True)
+            self.stash_verified_email(request, saved.email)
         return saved

@@ -18,13 +18,6 @@ from rest_framework.views import APIView
 
 from common.errors import NotFound, PermissionDenied
 from tenants import selectors
-from tenants.api.scoping import (
-    NOT_VISIBLE,
-    SCOPE_PARAMETER,
-    ScopeNarrowedList,
-    request_narrowed,
-    scoped_list_schema,
-)
 from tenants.api.serializers import (
     ApiKeyIssueSerializer,
     ApiKeySerializer,
@@ -46,6 +39,13 @@ from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import ApiKey, AuditEvent, Invitation, Scope
 from tenants.principals import principal_of
+from tenants.scoping import (
+    NOT_VISIBLE,
+    SCOPE_PARAMETER,
+    ScopeNarrowedList,
+    request_narrowed,
+    scoped_list_schema,
+)
 from tenants.services import api_keys, invitations, scopes
 
 

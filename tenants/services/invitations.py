@@ -24,6 +24,7 @@ from tenants.domain import members
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import Invitation, Membership
+from tenants.selectors import verified_emails
 from tenants.services.audit import audit_record
 from tenants.services.scopes import membership_grant, scope_visible
 
@@ -141,15 +142,28 @@ def invitation_check(token: str, *, email: str | None = None) -> Invitation:
 
 
 @transaction.atomic
-def invitation_accept(*, token: str, user_id: int) -> Membership:
+def invitation_accept(*, token: str, user_id: int, signed_up_by_link: bool = False) -> Membership:
     """Give the signed-in user the invited role (never lowering a higher one they hold
-    there) and use the invitation up; audited."""
+    there) and use the invitation up; audited.
+
+    The invited address must be one the person has verified (`verified_emails`): an
+    address merely added to an account and made primary does not take an invitation.
+    An account opened through the link itself (`signed_up_by_link`) has its address
+    verified by it: the link was sent there."""
     user = get_user_model().objects.get(pk=user_id)
     invitation = _find(token)  # locked: two tabs cannot both use it
+    verified = verified_emails(user_id)
+    if signed_up_by_link and user.email:
+        verified.add(user.email.lower())
+    accepting = invitation.email if invitation.email in verified else (user.email or "")
     refusal = rules.acceptance_refusal(
         now=timezone.now(), expires_at=invitation.expires_at,
         accepted_at=invitation.accepted_at, revoked_at=invitation.revoked_at,
-        invited=invitation.email, accepting=user.email or "",
+        invited=invitation.email, accepting=accepting,
+    ) or (
+        None if invitation.email in verified else
+        f"this invitation is for {invitation.email}, which this account has not verified: "
+        "verify it (Account, Email addresses) and follow the link again"
     )  # fmt: skip
     if refusal:
         raise PermissionDenied(refusal)

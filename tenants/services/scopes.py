@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from common.errors import NotFound, PermissionDenied
@@ -15,6 +15,7 @@ from tenants.domain import members as rules
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind, check_parent, new_group_id
 from tenants.models import ApiKey, Membership, Scope
+from tenants.selectors import users_with_verified_email
 from tenants.services.api_keys import revoke_past_issuers
 from tenants.services.audit import audit_record
 
@@ -263,13 +264,11 @@ def _owners_left(scope: Scope, user_id: int) -> int:
 
 
 def _user(identifier: str) -> int:
-    """An existing, active user by username or email (else NotFound)."""
-    found = list(
-        get_user_model()
-        .objects.filter(
-            Q(username__iexact=identifier) | Q(email__iexact=identifier), is_active=True
-        )
-        .values_list("pk", flat=True)[:2]
+    """An existing, active user by username or by an email address they have verified
+    (an address someone merely typed into their account names nobody); else NotFound."""
+    by_name = get_user_model().objects.filter(username__iexact=identifier, is_active=True)
+    found = sorted(
+        set(by_name.values_list("pk", flat=True)[:2]) | set(users_with_verified_email(identifier))
     )
     if len(found) != 1:
         raise NotFound("no single active user has that name or email")
