@@ -26,7 +26,7 @@ def scope_name(name: object) -> str:
     """A scope's name, stripped; ValueError when blank, too long or not text."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError("a scope needs a name")
-    cleaned = checked_name(" ".join(name.split()))
+    cleaned = " ".join(checked_name(name).split())  # checked as typed: a line break too
     if len(cleaned) > NAME_MAX:
         raise ValueError(f"a scope's name is at most {NAME_MAX} characters")
     return cleaned

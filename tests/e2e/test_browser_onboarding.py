@@ -1,24 +1,27 @@
-"""An organisation onboards a colleague in Chromium, end to end: its owner opens a
-workspace and a project, invites a colleague by email; the colleague signs up through
-the link and sees exactly that workspace; a role change takes effect on their next
-request; deactivation stops their key and their session."""
+"""An organisation onboards a colleague in Chromium, end to end, from an empty database:
+an operator opens the organisation with its owner (`manage.py create_organisation`); the
+owner signs in, opens a workspace and a project, invites a colleague by email; the
+colleague signs up through the link and sees exactly that workspace; a role change takes
+effect on their next request; deactivation stops their key and their session."""
 
 from __future__ import annotations
 
 import re
+from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.core.management import call_command
 from playwright.sync_api import Browser, Page, expect
 
 from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import Scope
+from tenants.selectors import principal_for_user
 from tenants.services.api_keys import api_key_issue
-from tenants.services.scopes import membership_grant
 from tests.support.browser import sign_in
-from tests.support.tenancy import PASSWORD, Tenant
+from tests.support.tenancy import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -30,17 +33,19 @@ def _scope_page(page: Page, base: str, name: str) -> None:
 
 
 def test_an_owner_onboards_a_colleague_who_then_loses_access(
-    page: Page, browser: Browser, live_server, tenant_a: Tenant, tenant_b: Tenant
+    page: Page, browser: Browser, live_server
 ) -> None:
     base = live_server.url
+    assert not Scope.objects.exists()  # an empty deployment
     owner = get_user_model().objects.create_user(
         username="olga", email="olga@acme.example.org", password=PASSWORD
     )
-    membership_grant(user_id=owner.pk, scope_id=tenant_a.org.pk, role=Role.OWNER)
+    call_command("create_organisation", "--name", "Acme", "--owner", "olga@acme.example.org",
+                 stdout=StringIO())  # fmt: skip
     sign_in(page, base, "olga")
 
     # A workspace under the organisation, a project under the workspace.
-    _scope_page(page, base, tenant_a.org.name)
+    _scope_page(page, base, "Acme")
     page.fill("#open-form input[name=name]", "Platform")
     page.click("#open-form button")
     expect(page.locator("#scope-name")).to_have_text("Platform")
@@ -85,7 +90,7 @@ def test_an_owner_onboards_a_colleague_who_then_loses_access(
     casey = get_user_model().objects.get(username="casey")
     me = theirs.request.get(f"{base}/api/v1/me").json()
     assert me["roles"][platform.group_id] == "reviewer"
-    owner_principal = tenant_a.principal(owner)
+    owner_principal = principal_for_user(owner.pk, label="user:olga")
     with rls.tenant_context(owner_principal):
         key = api_key_issue(
             actor=owner_principal, owner_id=casey.pk, scope_id=platform.pk, name="casey-bot",

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from curation.models import Source
 from retrieval.models import Snapshot
@@ -78,3 +80,44 @@ def test_a_name_in_another_script_is_kept_as_typed(client: Client, tenant_a: Ten
     response = _post(client, "/api/v1/scopes", body)
     assert response.status_code == 201, response.content
     assert response.json()["name"] == name
+
+
+# Characters that change how a name reads: C0/C1 controls, bidi overrides and isolates,
+# invisible marks, separators.
+SPOOFERS = ["\x07", "\x1b", "\n", "\x85", "\u200b", "\u200e", "\u202a", "\u202e", "\u2066",
+            "\u2069", "\u2028", "\ufeff"]  # fmt: skip
+names = st.text(st.characters(codec="utf-8", categories=["L", "N", "Zs", "P"]), min_size=1,
+                max_size=40).filter(str.strip)  # fmt: skip
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(name=names, spoofer=st.sampled_from(SPOOFERS), at=st.integers(0, 40))
+def test_fuzzed_names_with_a_control_or_bidi_character_are_refused_everywhere(
+    client: Client, tenant_a: Tenant, tmp_path: Path, name: str, spoofer: str, at: int
+) -> None:
+    # Inside the name: leading and trailing whitespace (a line break too) is trimmed from
+    # every text field before it is read, so only what is kept is judged.
+    name = name.strip()
+    spoofed = name[:at] + spoofer + name[at:] + "x"
+    if at == 0:
+        spoofed = "x" + spoofed
+    client.force_login(tenant_a.admin)
+    group = tenant_a.workspace.group_id
+    bodies = {
+        "/api/v1/scopes": {"kind": "project", "name": spoofed, "parent": group},
+        "/api/v1/sources": {"scope": group, "name": spoofed, "kind": "markdown",
+                            "trust_tier": 1, "config": {"root": str(tmp_path)}},
+        "/api/v1/keys": {"name": spoofed, "scope": group, "role_ceiling": "viewer",
+                         "owner": tenant_a.viewer.get_username()},
+        "/api/v1/snapshots": {"scope": group, "name": spoofed},
+    }  # fmt: skip
+    for url, body in bodies.items():
+        response = _post(client, url, body)
+        assert response.status_code == 400, (url, repr(spoofed), response.content)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert not Source.objects.exists()
+        assert not ApiKey.objects.exists()
+        assert not Snapshot.objects.exists()
+    assert not Scope.objects.filter(parent=tenant_a.workspace).exists()
