@@ -64,7 +64,8 @@ def test_revoking(
 
 
 def test_scope_names_are_trimmed_and_bounded() -> None:
-    assert scope_name("  Platform \t team ") == "Platform team"
-    for bad in ("", "   ", None, 3, "x" * 201):
+    assert scope_name("  Platform   team ") == "Platform team"
+    # A tab or a line break is a control character: the name rule refuses it, as typed.
+    for bad in ("", "   ", None, 3, "x" * 201, "Platform \t team", "Platform\nteam"):
         with pytest.raises(ValueError, match=r"name|characters"):
             scope_name(bad)
