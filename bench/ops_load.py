@@ -25,6 +25,7 @@ from bench.ops_corpus import SOURCES, Corpus, Fact, episode_url
 from curation.domain.tiers import AUTHORITY, ClaimStatus, Tier, Verification
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
 from curation.ports import Embedder
+from curation.services.lifecycle import claims_load
 from retrieval.models import GroupEmbedding, SearchDocument, Snapshot
 from retrieval.services.index import INDEXED_STATUSES, index_claims
 from tenants import rls
@@ -123,9 +124,9 @@ class _Loader:
     def chunk(self, facts: list[Fact]) -> list[int]:
         """Insert these facts (and their superseded revisions); returns every new claim id."""
         with rls.tenant_context(self.principal):
-            current = Claim.objects.bulk_create([self._claim(f) for f in facts])
+            current = claims_load([self._claim(f) for f in facts])
             revised = [(f.previous, c) for f, c in zip(facts, current, strict=True) if f.previous]
-            older = Claim.objects.bulk_create([self._claim(p, newer=c) for p, c in revised])
+            older = claims_load([self._claim(p, newer=c) for p, c in revised])
             cited = [
                 *zip(facts, current, strict=True),
                 *zip((previous for previous, _ in revised), older, strict=True),

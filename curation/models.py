@@ -319,7 +319,9 @@ class Claim(models.Model):
         ]
         # Only the lifecycle's transitions (curation.domain.lifecycle), whoever writes;
         # and only its service writes them (curation.services.lifecycle turns the
-        # transaction-local `vera.lifecycle` on for the length of each of its calls).
+        # transaction-local `vera.lifecycle` on for the length of each of its calls):
+        # the guarded columns of a stored claim, and any new claim that is born
+        # published or superseded (a publication must supersede what it replaces).
         triggers = [
             pgtrigger.FSM(
                 name="claim_status_transitions", field="status", transitions=transitions()
@@ -339,6 +341,22 @@ class Claim(models.Model):
                 func=(
                     "RAISE EXCEPTION 'claim %: status, validity, supersession and version are"
                     " written by curation.services.lifecycle only', OLD.id"
+                    " USING ERRCODE = 'restrict_violation'; RETURN NEW;"
+                ),
+            ),
+            pgtrigger.Trigger(
+                name="claim_lifecycle_inserter",
+                when=pgtrigger.Before,
+                operation=pgtrigger.Insert,
+                condition=pgtrigger.Condition(
+                    f"(NEW.status IN ('{ClaimStatus.PUBLISHED.value}',"
+                    f" '{ClaimStatus.SUPERSEDED.value}')"
+                    " AND current_setting('vera.lifecycle', true) IS DISTINCT FROM 'on')"
+                ),
+                func=(
+                    "RAISE EXCEPTION 'a claim is published (or superseded) by"
+                    " curation.services.lifecycle only, never inserted so: % % of group %',"
+                    " NEW.status, NEW.predicate, NEW.group_id"
                     " USING ERRCODE = 'restrict_violation'; RETURN NEW;"
                 ),
             ),

@@ -10,33 +10,93 @@ module.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from django.utils import timezone
 
 from curation.models import Tombstone
 from retrieval import bootstrap
+from retrieval.domain.context import ContextRequest
 from retrieval.domain.evaluation import Floors
 from retrieval.domain.query import Query
-from retrieval.domain.results import Result
 from retrieval.models import EvaluationRun, Snapshot
-from retrieval.ports import EmbedderCatalog
-from retrieval.selectors import CitedResult
+from retrieval.ports import EmbedderCatalog, Search
+from retrieval.selectors import CitedResult, search_result_cited
 from retrieval.services import embedding, erasure, evaluation, index, snapshots, usage
 from retrieval.services.context import ContextPackResult, Packing
 from retrieval.services.context import context_pack as _context_pack
 from tenants import rls
+from tenants import selectors as tenant_selectors
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
 
 # --- search and context ------------------------------------------------------------------
 
 
-def search(*, query: Query, now: dt.datetime, user_id: int | None = None) -> Result:
-    """The read path: the configured embedder and reranker over the caller's workspaces
-    (call in the caller's tenant context); the hits are logged for feedback."""
-    return bootstrap.providers().search()(query=query, now=now, user_id=user_id)
+class ScopeNotVisible(LookupError):
+    """The scope a request names is not one the principal reads: a 404, never data."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"no such scope visible to the caller: {scope}")
+        self.scope = scope
 
 
-def snapshot_search(query: Query) -> tuple[Snapshot, CitedResult]:
+@dataclass(frozen=True)
+class Searched:
+    """A search as every entrypoint renders it: the cited hits, the principal that was
+    searched for (narrowed to the query's scope, if it named one) and the sealed
+    snapshot it read (None: the live index)."""
+
+    result: CitedResult
+    within: Principal
+    snapshot: Snapshot | None = None
+
+
+@contextmanager
+def _within(principal: Principal, scope: str | None) -> Iterator[Principal]:
+    """The principal's tenancy, narrowed to `scope` (and what is under it) when one is
+    named: row-level security shows exactly what the narrowed principal reads.
+    ScopeNotVisible when it has no role there and does not read it."""
+    acting = principal
+    if scope is not None:
+        narrowed = tenant_selectors.principal_within(principal, scope)
+        if narrowed is None:
+            raise ScopeNotVisible(scope)
+        acting = narrowed
+    with rls.tenant_context(acting):
+        yield acting
+
+
+def search(principal: Principal, query: Query, *, now: dt.datetime | None = None) -> Searched:
+    """The search every entrypoint runs (REST, the portal, MCP): narrowed to the query's
+    scope, of the live index (the configured embedders and reranker, the hits logged for
+    feedback and the stage timings exported) or of the sealed snapshot it names (with the
+    models it pinned), and cited.
+
+    ScopeNotVisible for a scope out of reach; Snapshot.DoesNotExist for a snapshot the
+    principal does not see; SnapshotRefused (says why) for one that cannot be searched.
+    """
+    with _within(principal, query.scope) as within:
+        if query.snapshot is not None:
+            snapshot, cited = _snapshot_search(query)
+            return Searched(cited, within, snapshot)
+        result = _live_search()(query=query, now=now or timezone.now(), user_id=principal.user_id)
+        started = time.perf_counter()
+        cited = search_result_cited(result=result)
+        cite_ms = (time.perf_counter() - started) * 1000
+        return Searched(replace(cited, timings={**cited.timings, "cite": cite_ms}), within)
+
+
+def _live_search() -> Search:
+    """The pipeline's search with the configured embedders, reranker and fusion bound,
+    its stage timings exported (`vera.wiring.RetrievalProviders.search`)."""
+    return bootstrap.providers().search()
+
+
+def _snapshot_search(query: Query) -> tuple[Snapshot, CitedResult]:
     """The query against the sealed snapshot it names, with the models it pinned.
     Snapshot.DoesNotExist unseen; SnapshotRefused says why it cannot be searched."""
     providers = bootstrap.providers()
@@ -55,18 +115,19 @@ def _packing() -> Packing:
 
 
 def context_pack(
-    *,
-    query: Query,
-    token_budget: int,
-    user_id: int | None,
-    now: dt.datetime,
-    snapshot_id: int | None = None,
+    principal: Principal, wanted: ContextRequest, *, now: dt.datetime | None = None
 ) -> ContextPackResult:
-    """The best cited facts for the question within the token budget (REST and MCP)."""
-    return _context_pack(
-        query=query, token_budget=token_budget, user_id=user_id, now=now,
-        snapshot_id=snapshot_id, packing=_packing(),
-    )  # fmt: skip
+    """The best cited facts for the question within the token budget, narrowed to its
+    scope, from the live index or the sealed snapshot it names (REST and MCP alike); the
+    pack served is kept for feedback.
+
+    ScopeNotVisible, Snapshot.DoesNotExist and SnapshotRefused as for `search`.
+    """
+    with _within(principal, wanted.query.scope):
+        return _context_pack(
+            query=wanted.query, token_budget=wanted.token_budget, user_id=principal.user_id,
+            now=now or timezone.now(), snapshot_id=wanted.query.snapshot, packing=_packing(),
+        )  # fmt: skip
 
 
 def evaluation_run(

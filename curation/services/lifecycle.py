@@ -96,6 +96,17 @@ def _update(rows: QuerySet[Claim], **fields: Any) -> int:
     return rows.update(**fields, version=F("version") + 1)
 
 
+def claims_load(claims: list[Claim]) -> list[Claim]:
+    """Insert claims whose lifecycle was decided elsewhere, as they are: a history loaded
+    in bulk (a benchmark corpus of published claims and the superseded revisions before
+    them, each with its supersession and version set by the caller). Nothing is computed
+    or queued here: the caller projects them (`claims_project`) once their evidence is
+    in. The one way to insert a claim born published or superseded other than
+    `claim_publish`; the database refuses any other."""
+    with _writing():
+        return Claim.objects.bulk_create(claims)
+
+
 def claims_project(
     group_id: str, claim_ids: Iterable[int], *, priority: Priority | None = None
 ) -> None:

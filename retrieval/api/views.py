@@ -4,11 +4,8 @@ snapshots."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
@@ -21,7 +18,7 @@ from curation.domain.params import TIER_RANGE
 from curation.models import Episode, Source, Tombstone
 from kernel.params import MAX_ID
 from kernel.timing import before_view, view_done
-from retrieval import selectors, usecases
+from retrieval import usecases
 from retrieval.api.serializers import (
     ContextPackSerializer,
     EraseSerializer,
@@ -48,7 +45,6 @@ from retrieval.domain.query import (
     parse_query,
 )
 from retrieval.models import SearchHit, Snapshot, WordSuggestion
-from retrieval.selectors import CitedResult
 from retrieval.services.context import pack_payload
 from retrieval.services.erasure import ErasureRefused
 from retrieval.services.feedback import feedback_record
@@ -63,8 +59,6 @@ from retrieval.services.word_learning import (
     word_suggestion_dismiss,
 )
 from retrieval.tasks import snapshots_build
-from tenants import rls
-from tenants import selectors as tenant_selectors
 from tenants.domain.access import Principal
 from tenants.principals import principal_of
 from tenants.scoping import NOT_VISIBLE, SCOPE_PARAMETER, request_narrowed
@@ -128,16 +122,7 @@ class SearchView(APIView):
     def get(self, request: Request) -> Response:
         entered = time.perf_counter()
         query = _query(request)
-        principal = principal_of(request)
-        with _narrowed(principal, query.scope):
-            if query.snapshot is not None:
-                cited = search_snapshot(query)
-                cite_ms = 0.0
-            else:
-                result = usecases.search(query=query, now=timezone.now(), user_id=principal.user_id)
-                started = time.perf_counter()
-                cited = selectors.search_result_cited(result=result)
-                cite_ms = (time.perf_counter() - started) * 1000
+        cited = _searched(principal_of(request), query).result
         started = time.perf_counter()
         data = SearchResultSerializer(cited).data
         timings = {
@@ -145,7 +130,6 @@ class SearchView(APIView):
             # and throttling (the middleware adds "post": rendering and the way out).
             **before_view(request._request, entered),
             **cited.timings,
-            "cite": cite_ms,
             "serialize": (time.perf_counter() - started) * 1000,
         }
         response = Response(data)
@@ -200,44 +184,28 @@ class ContextView(APIView):
     )
     def get(self, request: Request) -> Response:
         wanted = _context_request(request)
-        principal = principal_of(request)
-        with _narrowed(principal, wanted.query.scope):
-            try:
-                served = usecases.context_pack(
-                    query=wanted.query, token_budget=wanted.token_budget,
-                    user_id=principal.user_id, now=timezone.now(),
-                    snapshot_id=wanted.query.snapshot,
-                )  # fmt: skip
-            except Snapshot.DoesNotExist:
-                raise exceptions.NotFound("No such snapshot.") from None
-            except SnapshotRefused as error:
-                raise SnapshotConflict(str(error)) from None
+        try:
+            served = usecases.context_pack(principal_of(request), wanted)
+        except usecases.ScopeNotVisible as error:
+            raise exceptions.NotFound(str(error)) from None
+        except Snapshot.DoesNotExist:
+            raise exceptions.NotFound("No such snapshot.") from None
+        except SnapshotRefused as error:
+            raise SnapshotConflict(str(error)) from None
         return Response(pack_payload(served))
 
 
-@contextmanager
-def _narrowed(principal: Principal, scope: str | None) -> Iterator[None]:
-    """Row-level security narrowed to the `scope` the caller names (and what is under it):
-    a scope it has no role in is a 404, never data."""
-    if scope is None:
-        yield
-        return
-    narrowed = tenant_selectors.principal_within(principal, scope)
-    if narrowed is None:
-        raise exceptions.NotFound("no such scope visible to the caller")
-    with rls.tenant_context(narrowed):
-        yield
-
-
-def search_snapshot(query: Query) -> CitedResult:
-    """The query against the sealed snapshot it names; 404 unseen, 409 refused (says why)."""
+def _searched(principal: Principal, query: Query) -> usecases.Searched:
+    """The search use case's answer; 404 for a scope or snapshot out of reach, 409 for a
+    snapshot that cannot be searched (says why)."""
     try:
-        _, cited = usecases.snapshot_search(query)
+        return usecases.search(principal, query)
+    except usecases.ScopeNotVisible as error:
+        raise exceptions.NotFound(str(error)) from None
     except Snapshot.DoesNotExist:
         raise exceptions.NotFound("No such snapshot.") from None
     except SnapshotRefused as error:
         raise SnapshotConflict(str(error)) from None
-    return cited
 
 
 class SnapshotConflict(exceptions.APIException):

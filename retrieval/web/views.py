@@ -7,16 +7,14 @@ from collections.abc import Iterable
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from common.htmx import htmx_partial
-from retrieval import selectors, usecases
+from retrieval import usecases
 from retrieval.domain.query import InvalidQuery, Query, parse_query
 from retrieval.models import Snapshot
 from retrieval.selectors import CitedResult
 from retrieval.services.snapshots import SnapshotRefused
-from tenants import rls
 from tenants import selectors as tenant_selectors
 from tenants.domain.access import Principal
 from tenants.domain.scopes import ScopeKind
@@ -81,44 +79,38 @@ def _option(scope: Scope, principal: Principal) -> dict[str, object]:
 def _narrowed_results(
     query: Query, principal: Principal, readable: list[Scope]
 ) -> dict[str, object]:
-    """The results within the scope the query names, narrowed as the REST search narrows
-    them (row-level security re-entered for the narrowed principal), with what was
-    searched; a scope the person has no role in is a message, never data."""
-    if query.scope is None:
-        return _described(_results(query, principal), principal, query, readable)
-    narrowed = tenant_selectors.principal_within(principal, query.scope)
-    if narrowed is None:
+    """The search use case's results (narrowed to the scope the query names, live or of
+    the snapshot it names, as REST and MCP search) with what was searched; a scope the
+    person has no role in, or a snapshot that cannot be searched, is a message, never
+    data."""
+    try:
+        searched = usecases.search(principal, query)
+    except usecases.ScopeNotVisible:
         return {"errors": {"scope": NO_SUCH_SCOPE}}
-    with rls.tenant_context(narrowed):
-        found = _results(query, narrowed)
-    return _described(found, narrowed, query, readable)
+    except Snapshot.DoesNotExist:
+        return {"errors": {"snapshot": "No such snapshot."}}
+    except SnapshotRefused as error:
+        return {"errors": {"snapshot": str(error)}}
+    return _described(searched, query, readable)
 
 
 def _described(
-    found: dict[str, object], within: Principal, query: Query, readable: list[Scope]
+    searched: usecases.Searched, query: Query, readable: list[Scope]
 ) -> dict[str, object]:
-    """The results with the names of the scopes searched (those `within` reads) and, when
-    there were several, of the scope of each hit; a refusal is returned as it is."""
-    result = found.get("result")
-    if not isinstance(result, CitedResult):
-        return found
+    """The results with the names of the scopes searched (those the narrowed principal
+    reads), the snapshot searched if any, and, when there were several scopes, the scope
+    of each hit."""
+    within = searched.within
     groups = within.group_ids | within.reads
-    searched = [scope for scope in readable if scope.group_id in groups]
+    scopes = [scope for scope in readable if scope.group_id in groups]
     names = {scope.group_id: scope.name for scope in readable}
     return {
-        **found,
-        "searched_names": [scope.name for scope in searched],
+        "result": searched.result,
+        "searched": searched.snapshot,
+        "searched_names": [scope.name for scope in scopes],
         "chosen_name": names.get(query.scope, query.scope) if query.scope else "",
-        "hits": _hit_rows(result, names, labelled=len(searched) > 1),
+        "hits": _hit_rows(searched.result, names, labelled=len(scopes) > 1),
     }
-
-
-def _results(query: Query, principal: Principal) -> dict[str, object]:
-    """The live or snapshot search of `query` in the current tenant context."""
-    if query.snapshot is not None:
-        return _snapshot_results(query)
-    result = usecases.search(query=query, now=timezone.now(), user_id=principal.user_id)
-    return {"result": selectors.search_result_cited(result=result)}
 
 
 def _hit_rows(
@@ -141,14 +133,3 @@ def _scope_names(group_ids: Iterable[str]) -> dict[str, str]:
     if not wanted:
         return {}
     return dict(Scope.objects.filter(group_id__in=wanted).values_list("group_id", "name"))
-
-
-def _snapshot_results(query: Query) -> dict[str, object]:
-    """The snapshot's cited hits, or the reason it cannot be searched."""
-    try:
-        snapshot, cited = usecases.snapshot_search(query)
-    except Snapshot.DoesNotExist:
-        return {"errors": {"snapshot": "No such snapshot."}}
-    except SnapshotRefused as error:
-        return {"errors": {"snapshot": str(error)}}
-    return {"result": cited, "searched": snapshot}

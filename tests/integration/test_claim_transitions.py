@@ -1,11 +1,13 @@
 """Every status a claim can be in, against every status it could be set to: Postgres
 admits exactly the lifecycle's transitions (curation.domain.lifecycle), whoever writes;
 and only the lifecycle service (curation.services.lifecycle) writes a claim's status,
-validity, supersession or version: any other write is refused by Postgres."""
+validity, supersession or version, and only it inserts a claim born published or
+superseded: any other write is refused by Postgres."""
 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
@@ -14,7 +16,7 @@ from django.utils import timezone
 from curation.domain.lifecycle import ALLOWED, transition_refusal
 from curation.domain.tiers import ClaimStatus, Verification
 from curation.models import Claim, Entity, Source
-from curation.services.lifecycle import claims_supersede
+from curation.services.lifecycle import claim_publish, claims_supersede
 from tenants import rls
 from tests.support.lifecycle import history_written_by_hand
 from tests.support.tenancy import Tenant
@@ -32,12 +34,17 @@ def _claim(tenant: Tenant, status: ClaimStatus) -> Claim:
                   "config": {"root": "/nonexistent"}},
     )  # fmt: skip
     subject = Entity.objects.create(group_id=group_id, canonical_name=f"svc-{status}")
-    return Claim.objects.create(
-        group_id=group_id, source=source, predicate="RUNS_ON", object_literal="k8s",
-        subject=subject, fact_text="svc runs on k8s", confidence=1.0,
-        verification=Verification.AUTO, tier=1, authority=1.0, status=status,
-        valid_from=timezone.now(),
-    )  # fmt: skip
+    with history_written_by_hand():  # a claim born in any status: the walk's start
+        return Claim.objects.create(**_row(group_id, source, subject, status))
+
+
+def _row(group_id: str, source: Source, subject: Entity, status: ClaimStatus) -> dict[str, Any]:
+    return {
+        "group_id": group_id, "source": source, "predicate": "RUNS_ON", "object_literal": "k8s",
+        "subject": subject, "fact_text": "svc runs on k8s", "confidence": 1.0,
+        "verification": Verification.AUTO, "tier": 1, "authority": 1.0, "status": status,
+        "valid_from": timezone.now(),
+    }  # fmt: skip
 
 
 def _moved(claim: Claim, to: ClaimStatus) -> bool:
@@ -124,3 +131,33 @@ def test_only_the_lifecycle_service_writes_status_validity_supersession_and_vers
         ClaimStatus.SUPERSEDED, 2, "svc runs on nomad",
     )  # fmt: skip
     assert claim.valid_to is not None
+
+
+@pytest.mark.parametrize("status", [ClaimStatus.PUBLISHED, ClaimStatus.SUPERSEDED])
+def test_postgres_refuses_a_claim_inserted_published_or_superseded_past_the_lifecycle(
+    tenant_a: Tenant, status: ClaimStatus
+) -> None:
+    """A new path that inserted a published claim itself would skip supersession: the
+    database refuses it, one row or many, while the lifecycle's own insert passes."""
+    group_id = tenant_a.workspace.group_id
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        waiting = _claim(tenant_a, ClaimStatus.PENDING_REVIEW)  # any other status is anyone's
+        source, subject = waiting.source, waiting.subject
+        refused = pytest.raises(IntegrityError, match=r"published \(or superseded\) by curation")
+        with refused, transaction.atomic():
+            Claim.objects.create(**_row(group_id, source, subject, status))
+        with refused, transaction.atomic():
+            Claim.objects.bulk_create([Claim(**_row(group_id, source, subject, status))] * 1)
+        with refused, transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO curation_claim (group_id, source_id, subject_id, predicate,"
+                " object_literal, object_key, fact_text, confidence, verification, tier,"
+                " authority, status, status_reason, valid_from, recorded_at, version, recheck)"
+                " VALUES (%s, %s, %s, 'RUNS_ON', 'k8s', 'l:k8s', 'svc runs on k8s', 1, 'auto',"
+                " 1, 1, %s, '', now(), now(), 1, '')",
+                [group_id, source.pk, subject.pk, status.value],
+            )
+        assert not Claim.objects.filter(status=status).exists()
+        published = claim_publish(Claim(**_row(group_id, source, subject, ClaimStatus.PROPOSED)))
+        assert published.pk is not None
+        assert Claim.objects.get(pk=published.pk).status == ClaimStatus.PUBLISHED

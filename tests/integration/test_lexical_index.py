@@ -39,7 +39,7 @@ FACTS = [
 def _claims(tenant: Tenant, facts: list[str]) -> list[int]:
     """Published tier-1 claims whose fact texts are exactly `facts` (subject named in each)."""
     group_id, now = tenant.workspace.group_id, timezone.now()
-    with rls.tenant_context(tenant.principal(tenant.admin)):
+    with rls.tenant_context(tenant.principal(tenant.admin)), history_written_by_hand():
         source = Source.objects.create(
             group_id=group_id, origin_group_id=group_id, name="lexical", kind="markdown",
             config={"root": "/nonexistent"}, trust_tier=1,

@@ -25,6 +25,7 @@ from retrieval.models import LexicalTerm
 from retrieval.services.index import index_claims
 from retrieval.services.search.sql import where_clause
 from tenants import rls
+from tests.support.lifecycle import history_written_by_hand
 from tests.support.tenancy import Tenant
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -100,7 +101,7 @@ def test_a_claim_never_published_is_valid_at_no_instant_when_its_interval_holds_
 def rows(tenant_a: Tenant) -> dict[str, int]:
     """The three claims, indexed for search; their ids by name."""
     group_id = tenant_a.workspace.group_id
-    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)), history_written_by_hand():
         source = Source.objects.create(
             group_id=group_id, origin_group_id=group_id, name="validity", kind="markdown",
             config={"root": "/nonexistent"}, trust_tier=1,

@@ -34,7 +34,7 @@ from curation.domain.validity import EVER_VALID
 from curation.models import Claim, Entity, EntityAlias
 from curation.services.proposals import ProposalRefused
 from kernel.params import InvalidQuery
-from retrieval import selectors, usecases
+from retrieval import usecases
 from retrieval.api.serializers import SearchResultSerializer
 from retrieval.domain.context import parse_context
 from retrieval.domain.query import Query, parse_query
@@ -112,10 +112,11 @@ def search(
     """Ranked, cited hits for the question (the REST search, word for word)."""
     parsed = _query(q=query, k=k, as_of=as_of, scope=scope)
     _charge(principal, Budget.SEARCH)
-    with _as(principal, parsed.scope):
-        result = usecases.search(query=parsed, now=timezone.now(), user_id=principal.user_id)
-        cited = selectors.search_result_cited(result=result)
-        return dict(SearchResultSerializer(cited).data)
+    try:
+        searched = usecases.search(principal, parsed)
+    except usecases.ScopeNotVisible:
+        raise ToolError(f"No such scope visible to you: {scope}.") from None
+    return dict(SearchResultSerializer(searched.result).data)
 
 
 def context(
@@ -136,16 +137,14 @@ def context(
     except InvalidQuery as error:
         raise ToolError(_errors(error)) from None
     _charge(principal, Budget.SEARCH)
-    with _as(principal, wanted.query.scope):
-        try:
-            served = usecases.context_pack(
-                query=wanted.query, token_budget=wanted.token_budget,
-                user_id=principal.user_id, now=timezone.now(), snapshot_id=wanted.query.snapshot,
-            )  # fmt: skip
-        except Snapshot.DoesNotExist:
-            raise ToolError(f"No snapshot {snapshot} visible to you.") from None
-        except SnapshotRefused as error:
-            raise ToolError(str(error)) from None
+    try:
+        served = usecases.context_pack(principal, wanted)
+    except usecases.ScopeNotVisible:
+        raise ToolError(f"No such scope visible to you: {scope}.") from None
+    except Snapshot.DoesNotExist:
+        raise ToolError(f"No snapshot {snapshot} visible to you.") from None
+    except SnapshotRefused as error:
+        raise ToolError(str(error)) from None
     return pack_payload(served)
 
 
