@@ -23,10 +23,11 @@ class VeraConfig(AppConfig):
 
         from .checks import renamed_variables
         from .db import grant_app_role
-        from .wiring import CurationProviders, RetrievalProviders
+        from .wiring import CurationProviders, RetrievalProviders, connector_kinds_check
 
         post_migrate.connect(grant_app_role, dispatch_uid="vera.grant_app_role")
         checks.register(renamed_variables)
+        connector_kinds_check()  # a kind half-wired fails every process at start
         curation_bootstrap.install(CurationProviders())
         retrieval_bootstrap.install(RetrievalProviders())
         # A committed review decision wakes the interactive lane's worker at once.

@@ -17,13 +17,20 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from curation.adapters.connectors import build_connector
+from curation.adapters.connectors import CONNECTORS, build_connector
 from curation.adapters.object_store import LocalFolderObjectStore, S3ObjectStore
-from curation.domain.connector_config import time_zone
+from curation.domain import connector_config
+from curation.domain.connector_config import (
+    Extraction,
+    declaration_refusals,
+    kind_rules,
+    time_zone,
+)
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
 from curation.domain.extraction.conversation import ConversationExtractor
 from curation.domain.extraction.structured import cmdb_mapping
 from curation.domain.outbox import ERASURE_CLEANUP, LEGACY_RETIRE, PROJECT_CLAIM, Consumer
+from curation.domain.sources import ConnectorKind
 from curation.models import OutboxJob, Source
 from curation.ports import (
     ContradictionJudge,
@@ -203,25 +210,54 @@ def openai_client(*, timeout: float, base_url: str = "", max_retries: int = 2) -
 
 
 def extractors_for(source: Source) -> list[Extractor]:
-    """Structured fields need no model; free text gets rules (and an LLM when enabled)."""
-    free_text: list[Extractor] = [RuleBasedExtractor()]
-    if settings.VERA_EXTRACTOR__LLM_MODEL:
-        free_text.append(llm_extractor())
-    structured = StructuredExtractor(
-        # A CMDB source's own columns (config `mapping`) over the defaults; Jira's are fixed.
-        mapping=cmdb_mapping(source.config.get("mapping")) if source.kind == "cmdb" else None,
+    """The extractors the source's kind declares (`KindRules.extraction`), in order, each
+    configured from the source; the LLM's only when one is configured."""
+    rules = kind_rules(source.kind)
+    if rules is None:
+        raise ValueError(f"unknown connector kind {source.kind!r}: it declares no extraction")
+    built = (_EXTRACTORS[how](source) for how in rules.extraction)
+    return [extractor for extractor in built if extractor is not None]
+
+
+def _structured(source: Source) -> Extractor:
+    # A CMDB source's own columns (config `mapping`) over the defaults; Jira's are fixed.
+    mapping = source.config.get("mapping")
+    return StructuredExtractor(
+        mapping=cmdb_mapping(mapping) if mapping is not None else None,
         valid_from_field=source.config.get("valid_from_field"),
         valid_to_field=source.config.get("valid_to_field"),
     )
-    if source.kind == "cmdb":
-        return [structured]
-    if source.kind == "conversation":
-        # A turn at a time, dated and attributed; a model (when enabled) reads the rest.
-        zone = time_zone(source.config.get("timezone") or "UTC")
-        return [ConversationExtractor(zone=zone), *free_text[1:]]
-    if source.kind == "jira":
-        return [structured, *free_text]
-    return free_text
+
+
+def _conversation(source: Source) -> Extractor:
+    # A turn at a time, dated and attributed, naive times read in the source's zone.
+    return ConversationExtractor(zone=time_zone(source.config.get("timezone") or "UTC"))
+
+
+def _llm(source: Source) -> Extractor | None:
+    return llm_extractor() if settings.VERA_EXTRACTOR__LLM_MODEL else None
+
+
+_EXTRACTORS: dict[Extraction, Callable[[Source], Extractor | None]] = {
+    Extraction.STRUCTURED: _structured,
+    Extraction.CONVERSATION: _conversation,
+    Extraction.RULES: lambda source: RuleBasedExtractor(),
+    Extraction.LLM: _llm,
+}
+
+
+def connector_kinds_check() -> None:
+    """At start: every connector kind VERA lists declares its rules and an extraction
+    that runs without a model, and has a connector and an extractor for each step it
+    declares; ImproperlyConfigured names each that does not (a new kind cannot ship
+    half-wired and silently get the wrong extractors)."""
+    refusals = declaration_refusals(connector_config.KINDS)
+    refusals += [f"connector kind {kind.value!r} has no connector" for kind in ConnectorKind
+                 if kind not in CONNECTORS]  # fmt: skip
+    refusals += [f"extraction {how.value!r} has no extractor" for how in Extraction
+                 if how not in _EXTRACTORS]  # fmt: skip
+    if refusals:
+        raise ImproperlyConfigured("; ".join(refusals))
 
 
 def _llm_guard(name: str) -> dict[str, Any]:

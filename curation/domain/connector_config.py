@@ -9,6 +9,7 @@ folders, secrets) is the other half of the check, in `source_policy`.
 
 from __future__ import annotations
 
+import enum
 import functools
 import zoneinfo
 from collections.abc import Callable, Mapping
@@ -165,13 +166,26 @@ def _page(kind: ConnectorKind) -> Key:
     return Key((int,), "an integer", _page_size(kind))
 
 
+class Extraction(enum.StrEnum):
+    """How a kind's records are read into claims: each kind declares its own, in order
+    (the composition root builds one extractor per entry)."""
+
+    STRUCTURED = "structured"  # a record's fields (columns, issue fields) -> claims
+    CONVERSATION = "conversation"  # one dated, attributed statement per turn
+    RULES = "rules"  # prose by the rule-based extractor
+    LLM = "llm"  # prose by a chat model, only when one is configured (else left out)
+
+
 @dataclass(frozen=True)
 class KindRules:
-    """The config keys one kind of connector takes, and whether it needs a token."""
+    """The config keys one kind of connector takes, whether it needs a token, and how
+    its records are extracted (at least one extractor that needs no model: a source
+    must give claims when no LLM is configured)."""
 
     required: Mapping[str, Key]
     optional: Mapping[str, Key]
     needs_token: bool
+    extraction: tuple[Extraction, ...]
 
     @property
     def keys(self) -> dict[str, Key]:
@@ -188,6 +202,7 @@ KINDS: Mapping[ConnectorKind, KindRules] = {
             "base_url": ANY_TEXT,  # where the files are published, for links; "" is none
         },
         needs_token=False,
+        extraction=(Extraction.RULES, Extraction.LLM),
     ),
     ConnectorKind.CMDB: KindRules(
         {"path": PATH},
@@ -199,11 +214,13 @@ KINDS: Mapping[ConnectorKind, KindRules] = {
             **VALIDITY_FIELDS,
         },
         needs_token=False,
+        extraction=(Extraction.STRUCTURED,),
     ),
     ConnectorKind.CONFLUENCE: KindRules(
         {"base_url": TEXT},
         {"space": ANY_TEXT, "page_size": _page(ConnectorKind.CONFLUENCE), "timezone": ZONE},
         needs_token=True,
+        extraction=(Extraction.RULES, Extraction.LLM),
     ),
     ConnectorKind.JIRA: KindRules(
         {"base_url": TEXT},
@@ -214,12 +231,14 @@ KINDS: Mapping[ConnectorKind, KindRules] = {
             **VALIDITY_FIELDS,
         },
         needs_token=True,
+        extraction=(Extraction.STRUCTURED, Extraction.RULES, Extraction.LLM),
     ),
     ConnectorKind.SLACK: KindRules(
         {"channel": TEXT},
         # "" would not mean the default: the connector would post to a relative URL.
         {"base_url": TEXT, "page_size": _page(ConnectorKind.SLACK)},
         needs_token=True,
+        extraction=(Extraction.RULES, Extraction.LLM),
     ),
     # A folder of transcripts (JSON, JSON lines, Slack export days, Markdown); naive
     # times in them are read in `timezone` (UTC when left out).
@@ -233,8 +252,25 @@ KINDS: Mapping[ConnectorKind, KindRules] = {
             "timezone": ZONE,
         },
         needs_token=False,
+        extraction=(Extraction.CONVERSATION, Extraction.LLM),
     ),
 }
+
+
+def declaration_refusals(kinds: Mapping[ConnectorKind, KindRules]) -> list[str]:
+    """What is wrong with the kinds' declarations ([] when nothing): a kind VERA lists
+    with no rules, or whose extraction is empty or needs a model for every record."""
+    refusals = []
+    for kind in ConnectorKind:
+        rules = kinds.get(kind)
+        if rules is None:
+            refusals.append(f"connector kind {kind.value!r} declares no rules and no extraction")
+        elif not set(rules.extraction) - {Extraction.LLM}:
+            refusals.append(
+                f"connector kind {kind.value!r} declares no extractor that runs without a "
+                f"model (extraction: {', '.join(rules.extraction) or 'none'})"
+            )
+    return refusals
 
 
 def kind_rules(kind: str) -> KindRules | None:

@@ -77,7 +77,7 @@ def _slack(config: Config, token: str, policy: SourcePolicy) -> Connector:
 
 # How to build each kind; which keys it takes and what they may hold is the domain's
 # (`connector_config`), the same rules a source is checked with when it is saved.
-_BUILDERS: Mapping[ConnectorKind, Callable[[Config, str, SourcePolicy], Connector]] = {
+CONNECTORS: Mapping[ConnectorKind, Callable[[Config, str, SourcePolicy], Connector]] = {
     ConnectorKind.MARKDOWN: _markdown,
     ConnectorKind.CMDB: _cmdb,
     ConnectorKind.CONFLUENCE: _confluence,
@@ -96,10 +96,10 @@ def build_connector(
     anything is reached, and again by the connector at every connection or file read.
     """
     rules = kind_rules(kind)
-    build = _BUILDERS.get(ConnectorKind(kind)) if kind in ConnectorKind else None
+    build = CONNECTORS.get(ConnectorKind(kind)) if kind in ConnectorKind else None
     if rules is None or build is None:
         raise ValueError(
-            f"unknown connector kind {kind!r}; expected one of: {', '.join(_BUILDERS)}"
+            f"unknown connector kind {kind!r}; expected one of: {', '.join(CONNECTORS)}"
         )
     if reason := config_refusal(kind, config):
         raise ValueError(reason)

@@ -14,6 +14,7 @@ from common.commands import reporter_for
 from curation.models import Source
 from curation.services.backpressure import ingest_pressure
 from curation.services.ingest import IngestReport
+from curation.services.sources import source_update
 from curation.usecases import ingest_now
 from kernel.progress import ProgressReporter
 from tenants import rls
@@ -89,11 +90,17 @@ class Command(BaseCommand):
             key = PATH_KEYS.get(source.kind)
             if key is None:
                 raise CommandError(f"--path does not apply to {source.kind} sources")
-            with rls.tenant_context(principal_system("operator", group_ids=[source.group_id])):
-                Source.objects.filter(pk=source.pk).update(
-                    config={**source.config, key: options["path"]}
-                )
-                source.refresh_from_db()
+            # The source's own change (checked against its policy, audited), as an admin's
+            # edit would be: a path outside the allowed roots is refused, not read.
+            operator = principal_system("operator", group_ids=[source.group_id])
+            try:
+                with rls.tenant_context(operator):
+                    source = source_update(
+                        actor=operator, source_id=source.pk,
+                        config={**source.config, key: options["path"]},
+                    )  # fmt: skip
+            except ValueError as error:
+                raise CommandError(f"--path refused: {error}") from None
         self._check_pressure(force=options["force"])
         started = time.perf_counter()
         progress = reporter_for(self, unit="records", every=options["progress_every"])
