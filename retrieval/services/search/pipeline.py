@@ -5,6 +5,8 @@ signals (`retrieval.domain.ranking`); stage 3 lets the configured cross-encoder
 re-score the head. Every returned hit is logged with the signals it was ranked by and
 the weight set that blended them: each workspace's active set, read in the search's
 own transaction, so an activation counts from the next search in every process.
+`search` runs the stages, after step 0 reads the question (`understanding`), as the
+steps of one `_Run`, which holds the request's settings and stopwatch.
 """
 
 from __future__ import annotations
@@ -393,103 +395,238 @@ def search(
     (`fulltext`, `vector`) in weighted RRF; a list it does not name counts 1.0.
     `index` and `pinned` search a sealed snapshot (`retrieval.services.snapshots`), and
     `ontologies` then reads the ontology it pinned.
+
+    The steps are `_Run`'s, in order: the question read and its lists found (step 0
+    and stage 1), fused and blended (stage 2), re-scored (stage 3), the top `k` logged.
     """
-    watch = Stopwatch()
-    # Embedding starts first: understanding the question (Python) overlaps the model.
-    started = embeddings_start(query, embedder=embedder, pinned=pinned)
-    with watch.step("understand"):
-        found = understand(query.text, ontologies=ontologies)
-    # "as of March 2022" in the words, about an entity with a history then (`understand`
-    # says why not otherwise, in `time_fallback`)
-    inferred = found.as_of is not None and query.as_of is None and not found.time_fallback
-    if inferred:
-        query = replace(query, as_of=found.as_of)
-    lists = stage1_lists(
-        query, embedder=embedder, watch=watch, index=index, pinned=pinned, understanding=found,
-        started=started,
+    run = _Run(
+        embedder=embedder, now=now, weights=weights, user_id=user_id, half_life_s=half_life_s,
+        reranking=reranking, record=record, fusion=fusion, index=index, pinned=pinned,
+        ontologies=ontologies,
     )  # fmt: skip
-    if inferred and not any(lists.rankings.values()):
+    query, lists = run.candidates(query)
+    blended = run.blend(query, lists)
+    final, ce, stage3 = run.reranked(query, blended)
+    query_id = uuid.uuid4()
+    top = final[: query.k]
+    hit_ids = run.logged(query, query_id, top, blended)
+    return Result(
+        query_id=query_id,
+        hits=_hits(top, hit_ids, blended, lists.rankings, ce),
+        stage3=stage3,
+        timings=run.watch.ms,
+        degraded=run.degraded(lists.rankings),
+        weights=_weights_used(top, blended),
+        understood=_understood_reported(lists, blended.understood_weight),
+    )
+
+
+@dataclass(frozen=True)
+class _Blended:
+    """Stage 2's ranking (claim id and blended score, best first), with what it was made
+    of: each candidate's document, weight set and signals (the six, and `understood`),
+    and the understood list's weight in the fusion."""
+
+    ranked: list[tuple[int, float]]
+    docs: dict[int, sql.Candidate]
+    choice: dict[int, ranking.WeightChoice]
+    signals: dict[int, dict[str, float]]
+    understood_weight: float
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One search's settings (`search`'s arguments but the query, which step 0 may narrow
+    to a stated time) and its stopwatch, read by each of its steps."""
+
+    embedder: Embedders | None
+    now: dt.datetime
+    weights: ranking.WeightChoice | None
+    user_id: int | None
+    half_life_s: float
+    reranking: Reranking | None
+    record: bool
+    fusion: Mapping[str, float] | None
+    index: Index
+    pinned: Pinned | None
+    ontologies: OntologyReader
+    watch: Stopwatch = field(default_factory=Stopwatch)
+
+    def candidates(self, query: Query) -> tuple[Query, Lists]:
+        """Step 0 and stage 1: the question read (`understand`), then its lists; the query
+        as searched comes back with them.
+
+        "as of March 2022" in the words, about an entity with a history then, narrows the
+        search to that time (`understand` says why not otherwise, in `time_fallback`).
+        """
+        # Embedding starts first: understanding the question (Python) overlaps the model.
+        started = embeddings_start(query, embedder=self.embedder, pinned=self.pinned)
+        with self.watch.step("understand"):
+            found = understand(query.text, ontologies=self.ontologies)
+        stated = _stated_time(query, found)
+        if stated is None:
+            return query, self.lists(query, found, started)
+        narrowed = replace(query, as_of=stated)
+        lists = self.lists(narrowed, found, started)
+        if any(lists.rankings.values()):
+            return narrowed, lists
         # A time read from the words is a hint, not a wall: when nothing was valid then
         # (knowledge recorded since, or a year that is the topic), the question is
         # searched without it and `understood` says so. A caller's as_of stays exact.
-        query = replace(query, as_of=None)
         found = replace(found, time_fallback=_time_fallback(found))
-        lists = stage1_lists(
-            query, embedder=embedder, watch=watch, index=index, pinned=pinned,
-            understanding=found, started=started,
+        return query, self.lists(query, found, started)
+
+    def lists(self, query: Query, found: Understanding, started: list[Pending]) -> Lists:
+        """Stage 1 under the query's valid-time filter, with the embeddings `candidates`
+        started (a second run, without the stated time, reuses them)."""
+        return stage1_lists(
+            query, embedder=self.embedder, watch=self.watch, index=self.index,
+            pinned=self.pinned, understanding=found, started=started,
         )  # fmt: skip
-    rankings = lists.rankings
-    with watch.step("blend"):
-        base = {"understood": _understood_weight(found, weights), **(fusion or {})}
-        fused, _ = fuse(query, lists, embedder=embedder, base=base)
-        docs = index.documents(list(fused), with_text=reranking is not None)
-        choices = {} if weights else weights_active({d.group_id for d in docs.values()})
-        choice = {cid: choices.get(doc.group_id, weights or ranking.DEFAULT_CHOICE)
-                  for cid, doc in docs.items()}  # fmt: skip
-        ranked = ranking.rank(
-            _candidates(query, fused, docs, index),
-            weights=lambda claim_id: choice[claim_id].weights,
-            now=now,
-            half_life_s=half_life_s,
+
+    def blend(self, query: Query, lists: Lists) -> _Blended:
+        """Stage 2: the lists fused (`fuse`), their candidates' documents read, each blended
+        with its weight set from the six signals (`ranking.rank`)."""
+        with self.watch.step("blend"):
+            base = self.fusion_weights(lists.understanding)
+            fused, _ = fuse(query, lists, embedder=self.embedder, base=base)
+            docs = self.index.documents(list(fused), with_text=self.reranking is not None)
+            choice = self.weight_choices(docs)
+            ranked = ranking.rank(
+                _candidates(query, fused, docs, self.index),
+                weights=lambda claim_id: choice[claim_id].weights,
+                now=self.now,
+                half_life_s=self.half_life_s,
+            )
+        # The six signals, and whether the hit is what the question asked for (reported and
+        # logged beside them, so the understood list's weight can be learnt from votes).
+        matched = set(lists.rankings.get("understood", ()))
+        signals = {
+            claim_id: {**row_signals.as_dict(), "understood": float(claim_id in matched)}
+            for claim_id, _, row_signals in ranked
+        }
+        return _Blended(
+            ranked=[(claim_id, score) for claim_id, score, _ in ranked],
+            docs=docs,
+            choice=choice,
+            signals=signals,
+            understood_weight=base["understood"],
         )
-    # The six signals, and whether the hit is what the question asked for (reported and
-    # logged beside them, so the understood list's weight can be learnt from votes).
-    matched = set(rankings.get("understood", ()))
-    signals = {
-        claim_id: {**row_signals.as_dict(), "understood": float(claim_id in matched)}
-        for claim_id, _, row_signals in ranked
-    }
-    final = [(claim_id, score) for claim_id, score, _ in ranked]
-    ce: dict[int, float] = {}
-    stage3 = Stage3.OFF
-    if reranking is not None and final:
-        with watch.step("rerank"):
-            final, ce, stage3 = _stage3(query, final, docs, reranking)
-    query_id = uuid.uuid4()
-    top = final[: query.k]
-    hit_ids: dict[int, int | None] = dict.fromkeys((cid for cid, _ in top), None)
-    if record:
-        with watch.step("log"):
-            hit_ids.update(_log(query, query_id, top, docs, signals, choice, user_id))
-    # Each model's vector list covers its own workspaces: one "vector" position per hit.
+
+    def fusion_weights(self, found: Understanding) -> dict[str, float]:
+        """Stage 1's lists' weights by name for `fuse`: the understood list's
+        (`_understood_weight`) unless `fusion` names it, and every weight `fusion` names."""
+        return {"understood": _understood_weight(found, self.weights), **(self.fusion or {})}
+
+    def weight_choices(self, docs: dict[int, sql.Candidate]) -> dict[int, ranking.WeightChoice]:
+        """Each candidate's weight set: the given choice, else its workspace's active set
+        (one read for every workspace among the candidates), else the built-in default."""
+        choices = {} if self.weights else weights_active({d.group_id for d in docs.values()})
+        return {
+            claim_id: choices.get(doc.group_id, self.weights or ranking.DEFAULT_CHOICE)
+            for claim_id, doc in docs.items()
+        }
+
+    def reranked(
+        self, query: Query, blended: _Blended
+    ) -> tuple[list[tuple[int, float]], dict[int, float], Stage3]:
+        """Stage 3 when a reranker is configured and stage 2 found anything: the final
+        order, the cross-encoder's scores by claim id, and what stage 3 did."""
+        if self.reranking is None or not blended.ranked:
+            return blended.ranked, {}, Stage3.OFF
+        with self.watch.step("rerank"):
+            return _stage3(query, blended.ranked, blended.docs, self.reranking)
+
+    def logged(
+        self,
+        query: Query,
+        query_id: uuid.UUID,
+        top: list[tuple[int, float]],
+        blended: _Blended,
+    ) -> dict[int, int | None]:
+        """Each returned hit's hit id: logged with its signals when the search is recorded
+        (`_log`), None when it is not or the hit is read from a scope above the caller's."""
+        hit_ids: dict[int, int | None] = dict.fromkeys((claim_id for claim_id, _ in top), None)
+        if self.record:
+            with self.watch.step("log"):
+                hit_ids.update(
+                    _log(query, query_id, top, blended.docs, blended.signals, blended.choice,
+                         self.user_id)
+                )  # fmt: skip
+        return hit_ids
+
+    def degraded(self, rankings: Mapping[str, list[int]]) -> tuple[str, ...]:
+        """The stage-1 halves that could not run: "vector" when the search had query
+        embedders (`pinned`, else `embedder`) and no vector list came of them."""
+        wanted = bool(self.pinned) if self.pinned is not None else self.embedder is not None
+        return ("vector",) if wanted and "vector" not in rankings else ()
+
+
+def _stated_time(query: Query, found: Understanding) -> dt.datetime | None:
+    """The time the question's words state, to search as of: only when the caller gave no
+    `as_of` (which stays exact) and `understand` kept it (no `time_fallback`)."""
+    if found.as_of is not None and query.as_of is None and not found.time_fallback:
+        return found.as_of
+    return None
+
+
+def _time_fallback(found: Understanding) -> str:
+    """Why the stated time was dropped (`understood.time_fallback`): nothing was valid then."""
+    said = f" ({found.time_text!r})" if found.time_text else ""
+    when = f"{found.as_of:%Y-%m-%d}" if found.as_of else "the time stated"
+    return f"nothing was valid as of {when}{said}: searched without the time"
+
+
+def _positions(rankings: Mapping[str, list[int]]) -> dict[str, dict[int, int]]:
+    """Each claim's position (from 1) in each stage-1 list, by list name. Each model's
+    vector list covers its own workspaces: one "vector" position per hit, from the first
+    vector list that holds it."""
     positions: dict[str, dict[int, int]] = {}
     for name, ids in rankings.items():
         where = positions.setdefault("vector" if is_vector(name) else name, {})
         where.update({cid: i for i, cid in enumerate(ids, 1) if cid not in where})
-    hits = [
+    return positions
+
+
+def _hits(
+    top: list[tuple[int, float]],
+    hit_ids: Mapping[int, int | None],
+    blended: _Blended,
+    rankings: Mapping[str, list[int]],
+    ce: Mapping[int, float],
+) -> list[Hit]:
+    """The returned hits, best first, each with what ranked it: its signals, its stage-1
+    positions, its cross-encoder score (when stage 3 read it) and its weight set's version."""
+    positions = _positions(rankings)
+    return [
         Hit(
             hit_id=hit_ids[claim_id],
             claim_id=claim_id,
             score=score,
-            signals=signals[claim_id],
+            signals=blended.signals[claim_id],
             stage1={name: where.get(claim_id) for name, where in positions.items()},
             rerank=ce.get(claim_id),
-            weight_version=choice[claim_id].version,
+            weight_version=blended.choice[claim_id].version,
         )
         for claim_id, score in top
     ]
-    wanted = bool(pinned) if pinned is not None else embedder is not None
-    degraded = ("vector",) if wanted and "vector" not in rankings else ()
-    used = {docs[cid].group_id: choice[cid] for cid, _ in top}
-    return Result(
-        query_id=query_id,
-        hits=hits,
-        stage3=stage3,
-        timings=watch.ms,
-        degraded=degraded,
-        weights={group: (c.version, c.set_id) for group, c in sorted(used.items())},
-        understood=(
-            replace(lists.understanding, weight=base["understood"])
-            if "understood" in rankings
-            else lists.understanding
-        ),
-    )
 
 
-def _time_fallback(found: Understanding) -> str:
-    said = f" ({found.time_text!r})" if found.time_text else ""
-    when = f"{found.as_of:%Y-%m-%d}" if found.as_of else "the time stated"
-    return f"nothing was valid as of {when}{said}: searched without the time"
+def _weights_used(
+    top: list[tuple[int, float]], blended: _Blended
+) -> dict[str, tuple[int, int | None]]:
+    """Per workspace with a returned hit, by group id: the version and id of the weight set
+    that blended it (None for the built-in default)."""
+    used = {blended.docs[cid].group_id: blended.choice[cid] for cid, _ in top}
+    return {group: (c.version, c.set_id) for group, c in sorted(used.items())}
+
+
+def _understood_reported(lists: Lists, weight: float) -> Understanding:
+    """What the response says was understood: with the understood list's fusion weight
+    when there was such a list (otherwise none: the weight weighed nothing)."""
+    if "understood" in lists.rankings:
+        return replace(lists.understanding, weight=weight)
+    return lists.understanding
 
 
 def _log(
