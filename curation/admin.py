@@ -34,20 +34,27 @@ from curation.models import (
     Reprocessing,
     Source,
 )
-from curation.services import review
-from curation.services.entities import alias_unlink, entity_unmerge
-from curation.services.ontology import ontology_predicate_reset, ontology_predicate_set
-from curation.services.outbox import outbox_backlog, outbox_retry
-from curation.services.reprocess import ReprocessRefused
-from curation.services.retraction import (
+from curation.tasks import reprocess_enqueue
+from curation.usecases import (
+    Conflict,
+    ReprocessRefused,
     Retraction,
     RetractionRefused,
+    alias_unlink,
+    candidate_decide,
     claim_retract,
+    entity_unmerge,
     episode_retract,
+    ontology_predicate_reset,
+    ontology_predicate_set,
+    outbox_backlog,
+    outbox_retry,
+    proposal_accept,
+    review_bulk,
+    source_create,
     source_retract,
+    source_update,
 )
-from curation.services.sources import source_create, source_update
-from curation.tasks import reprocess_enqueue
 from tenants.domain.access import ANONYMOUS, Principal
 from tenants.domain.scopes import Role
 from tenants.models import Scope
@@ -276,9 +283,7 @@ class ClaimAdmin(WrittenByServices, admin.ModelAdmin[Claim]):
     @admin.action(description="Approve the selected claims waiting for review")
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[Claim]) -> None:
         items = queryset.filter(status=ClaimStatus.PENDING_REVIEW).values_list("pk", "version")
-        outcome = review.review_bulk(
-            actor=request_principal(request), items=list(items), approve=True
-        )
+        outcome = review_bulk(actor=request_principal(request), items=list(items), approve=True)
         self.message_user(
             request, f"{len(outcome.done)} approved, {len(outcome.conflicts)} conflicts."
         )
@@ -294,8 +299,8 @@ class ClaimAdmin(WrittenByServices, admin.ModelAdmin[Claim]):
             "pk", "version"
         ):
             try:
-                outcome = review.proposal_accept(actor=actor, claim_id=pk, version=version)
-            except (review.Conflict, PermissionDenied) as error:
+                outcome = proposal_accept(actor=actor, claim_id=pk, version=version)
+            except (Conflict, PermissionDenied) as error:
                 self.message_user(request, f"#{pk}: {error}", messages.WARNING)
                 continue
             # Published, or closed as a duplicate: the service's words, never "accepted".
@@ -381,7 +386,7 @@ class MergeCandidateAdmin(WrittenByServices, admin.ModelAdmin[MergeCandidate]):
             self,
             request,
             queryset.filter(status=MergeCandidate.Status.OPEN).values_list("pk", flat=True),
-            lambda pk: review.candidate_decide(actor=actor, candidate_id=pk, merge=merge),
+            lambda pk: candidate_decide(actor=actor, candidate_id=pk, merge=merge),
             done="merged" if merge else "kept apart",
         )
 

@@ -14,9 +14,14 @@ from common.jobs import task
 from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
 from curation.models import Reprocessing, Source
 from curation.selectors import reprocessings_stale, sources_due
-from curation.services.backpressure import ingest_pressure
-from curation.services.reprocess import reprocess_reclaim
-from curation.usecases import ingest_now, outbox_drain, reprocess_begin, reprocess_now
+from curation.usecases import (
+    ingest_now,
+    ingest_pressure,
+    outbox_drain,
+    reprocess_begin,
+    reprocess_now,
+    reprocess_reclaim,
+)
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system

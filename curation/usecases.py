@@ -1,11 +1,13 @@
 """curation's use cases with their adapters bound: what every entrypoint calls.
 
 Views, the REST API, the admin, tasks, commands, the MCP server and the benchmarks call
-these functions; none of them looks up a provider. Each takes domain arguments only
-and gets the adapters it needs (connector, extractors, stores, graph, judges) from the
-composition root's providers (`curation.bootstrap`), in this one module. A task is a
-thin wrapper around one of them, so a benchmark or a command runs exactly what a
-worker runs.
+these functions; none of them looks up a provider or imports a service. Each takes domain
+arguments only and gets the adapters it needs (connector, extractors, stores, graph,
+judges) from the composition root's providers (`curation.bootstrap`), in this one module.
+An action that needs no adapter is here too, delegating to its service, and so are the
+refusals and results the entrypoints catch or render (`ReprocessRefused`, `Conflict`,
+`IngestReport` ...). A task is a thin wrapper around one of them, so a benchmark or a
+command runs exactly what a worker runs.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -21,17 +24,38 @@ from django.utils import timezone
 from opentelemetry import trace
 
 from curation import bootstrap, selectors
+from curation.domain.backpressure import Threshold
 from curation.domain.extraction.base import extraction_version
-from curation.domain.outbox import Consumer, Priority
+from curation.domain.ontology import Ontology, PredicateSense
+from curation.domain.outbox import Consumer, Lane, Priority
 from curation.domain.params import RelatedQuery
+from curation.domain.proposals import ProposalRefused as ProposalRefused
 from curation.domain.sources import AGENT_KIND
-from curation.models import Claim, Entity, Episode, Reprocessing, Source
+from curation.models import Claim, Entity, Episode, MergeCandidate, Reprocessing, Source
 from curation.selectors import DocumentCard, RelatedPath, outbox_due_groups
-from curation.services import proposals, reprocess
-from curation.services.backpressure import ingest_pressure
-from curation.services.ingest import IngestReport, source_ingest, source_run_finished
+from curation.services import (
+    backpressure,
+    entities,
+    ontology,
+    outbox,
+    proposals,
+    reprocess,
+    retraction,
+    review,
+    sources,
+)
+from curation.services.ingest import IngestReport as IngestReport
+from curation.services.ingest import source_ingest, source_run_finished
+from curation.services.lifecycle import RETRACTABLE as RETRACTABLE
 from curation.services.outbox import BATCH_WRITE, outbox_process
 from curation.services.projection import graph_rebuild, graph_rebuild_live
+from curation.services.reprocess import ReprocessRefused as ReprocessRefused
+from curation.services.retraction import Reinstatement as Reinstatement
+from curation.services.retraction import Retraction as Retraction
+from curation.services.retraction import RetractionRefused as RetractionRefused
+from curation.services.review import BulkOutcome as BulkOutcome
+from curation.services.review import Conflict as Conflict
+from curation.services.review import Edit as Edit
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -100,6 +124,63 @@ def _paced(
     return paced
 
 
+def ingest_pressure(*, now: dt.datetime) -> str | None:
+    """Why ingestion should hold back now (the projection lane is degraded), else None;
+    the scheduler, the `ingest` command and a paced run ask it."""
+    return backpressure.ingest_pressure(now=now)
+
+
+def lane_thresholds() -> dict[Lane, Threshold]:
+    """Each outbox lane's backlog and age thresholds, as configured; what health reports
+    a lane against."""
+    return backpressure.lane_thresholds()
+
+
+# --- sources -----------------------------------------------------------------------------
+
+
+def source_create(
+    *,
+    actor: Principal,
+    group_id: str,
+    name: str,
+    kind: str,
+    config: dict[str, Any],
+    trust_tier: int,
+    token_env: str = "",
+    schedule_seconds: int | None = None,
+    origin_group_id: str | None = None,
+) -> Source:
+    """Create a source in a scope, within the allow-lists; only an admin of the scope may.
+    Audited."""
+    return sources.source_create(
+        actor=actor, group_id=group_id, name=name, kind=kind, config=config,
+        trust_tier=trust_tier, token_env=token_env, schedule_seconds=schedule_seconds,
+        origin_group_id=origin_group_id,
+    )  # fmt: skip
+
+
+def source_update(*, actor: Principal, source_id: int, **changes: Any) -> Source:
+    """Change a source's settings (not its kind, scope or reach) within its policy; only an
+    admin of its scope may. Audited."""
+    return sources.source_update(actor=actor, source_id=source_id, **changes)
+
+
+def source_reach_change(
+    *,
+    actor: Principal,
+    source_id: int,
+    hosts: Sequence[str] = (),
+    file_roots: Sequence[str] = (),
+    remove: bool = False,
+) -> Source:
+    """Widen (or, with `remove`, narrow) what one source may reach beyond the allow-lists;
+    only the operator may. Audited."""
+    return sources.source_reach_change(
+        actor=actor, source_id=source_id, hosts=hosts, file_roots=file_roots, remove=remove
+    )
+
+
 # --- reprocessing ------------------------------------------------------------------------
 
 
@@ -107,10 +188,11 @@ def reprocess_begin(
     *, actor: Principal, source: Source, everything: bool = False, reason: str = ""
 ) -> Reprocessing:
     """`reprocess_start` with the source's extractors of today (call in a tenant context)."""
+    # The agents' source has no extractors: the service refuses it, after its role check.
+    adapters = bootstrap.providers().read_adapters_for(source)
     return reprocess.reprocess_start(
-        actor=actor, source_id=source.pk, adapters=bootstrap.providers().read_adapters_for(source),
-        everything=everything, reason=reason,
-    )  # fmt: skip
+        actor=actor, source_id=source.pk, adapters=adapters, everything=everything, reason=reason
+    )
 
 
 def reprocess_now(
@@ -141,6 +223,12 @@ def reprocess_outdated() -> list[Source]:
             version_of=lambda s: extraction_version(providers.read_adapters_for(s).extractors)
         )
     )
+
+
+def reprocess_reclaim(*, run_id: int, before: dt.datetime) -> bool:
+    """Take over a running run nobody advanced since `before` (its worker is gone), so one
+    sweep sends it again; the system's resume sweep calls it in the run's group context."""
+    return reprocess.reprocess_reclaim(run_id=run_id, before=before)
 
 
 # --- the outbox and the graph ------------------------------------------------------------
@@ -192,6 +280,18 @@ def outbox_drain(
         if not counts or time.monotonic() > deadline:
             break
     return totals
+
+
+def outbox_retry(*, job_ids: list[int]) -> int:
+    """Give the named dead outbox jobs another round; the admin's retry action (staff) calls
+    it. Returns how many were dead and are pending again."""
+    return outbox.outbox_retry(job_ids=job_ids)
+
+
+def outbox_backlog() -> dict[str, outbox.LaneBacklog]:
+    """Per consumer: its pending jobs (all, and urgent), the oldest one's time and its dead
+    letters, as the admin shows them."""
+    return outbox.outbox_backlog()
 
 
 def graph_replay(
@@ -259,3 +359,117 @@ def proposal_record(
         predicate=predicate, object=object, evidence=evidence, source_url=source_url,
         group_id=group_id,
     )  # fmt: skip
+
+
+# --- review ------------------------------------------------------------------------------
+
+
+def review_approve(
+    *, actor: Principal, claim_id: int, version: int, edit: Edit | None = None
+) -> review.Outcome:
+    """Approve a tier-3 claim at the version the reviewer saw (optionally edited first): it
+    is published, human-verified. Reviewers of the claim's scope may; audited."""
+    return review.review_approve(actor=actor, claim_id=claim_id, version=version, edit=edit)
+
+
+def review_reject(*, actor: Principal, claim_id: int, version: int, reason: str) -> Claim:
+    """Reject a tier-3 claim at the version the reviewer saw, with the required reason.
+    Reviewers of the claim's scope may; audited."""
+    return review.review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
+
+
+def review_bulk(
+    *, actor: Principal, items: Iterable[tuple[int, int]], approve: bool, reason: str = ""
+) -> BulkOutcome:
+    """Approve or reject a selection of `(claim id, version)`, each committing or
+    conflicting on its own (a rejection needs a reason). Reviewers of the claims' scopes may."""
+    return review.review_bulk(actor=actor, items=items, approve=approve, reason=reason)
+
+
+def proposal_accept(*, actor: Principal, claim_id: int, version: int) -> review.Outcome:
+    """Accept a tier-4 proposal: it is published exactly as an approval publishes.
+    Reviewers of its scope may; audited."""
+    return review.proposal_accept(actor=actor, claim_id=claim_id, version=version)
+
+
+def proposal_decline(*, actor: Principal, claim_id: int, version: int, reason: str = "") -> Claim:
+    """Decline a tier-4 proposal at the version the reviewer saw. Reviewers of its scope
+    may; audited."""
+    return review.proposal_decline(actor=actor, claim_id=claim_id, version=version, reason=reason)
+
+
+def recheck_keep(*, actor: Principal, claim_id: int, version: int) -> Claim:
+    """Keep a published claim that reprocessing no longer found: its re-check request is
+    cleared. Reviewers of its scope may; audited."""
+    return review.recheck_keep(actor=actor, claim_id=claim_id, version=version)
+
+
+def recheck_retract(*, actor: Principal, claim_id: int, version: int, reason: str) -> Retraction:
+    """Retract a published claim that reprocessing no longer found, with the reviewer's
+    reason, and clear its re-check request. Reviewers of its scope may; audited."""
+    return review.recheck_retract(actor=actor, claim_id=claim_id, version=version, reason=reason)
+
+
+def candidate_decide(*, actor: Principal, candidate_id: int, merge: bool) -> MergeCandidate:
+    """Merge two possibly duplicate entities, or record that they are different things.
+    Reviewers of their scope may; audited."""
+    return review.candidate_decide(actor=actor, candidate_id=candidate_id, merge=merge)
+
+
+# --- retraction --------------------------------------------------------------------------
+
+
+def claim_retract(*, actor: Principal, claim_id: int, reason: str) -> Retraction:
+    """Withdraw a claim (its validity closed now), with the required reason. Reviewers and
+    admins of its scope may; audited."""
+    return retraction.claim_retract(actor=actor, claim_id=claim_id, reason=reason)
+
+
+def episode_retract(*, actor: Principal, episode_id: int, reason: str) -> Retraction:
+    """Withdraw a fetched document and the claims only it supports, with the required
+    reason. Reviewers and admins of its scope may; audited."""
+    return retraction.episode_retract(actor=actor, episode_id=episode_id, reason=reason)
+
+
+def source_retract(*, actor: Principal, source_id: int, reason: str) -> Retraction:
+    """Withdraw a source (its schedule stops), its documents and the claims only they
+    support, with the required reason. Reviewers and admins of its scope may; audited."""
+    return retraction.source_retract(actor=actor, source_id=source_id, reason=reason)
+
+
+def claim_reinstate(*, actor: Principal, claim_id: int, reason: str) -> Reinstatement:
+    """Undo a retraction: the claim's value is published again as a new claim valid from
+    now, with the required reason. Reviewers and admins of its scope may; audited."""
+    return retraction.claim_reinstate(actor=actor, claim_id=claim_id, reason=reason)
+
+
+# --- entities ----------------------------------------------------------------------------
+
+
+def entity_unmerge(
+    *, actor: Principal, entity_id: int, priority: Priority = Priority.INTERACTIVE
+) -> Entity:
+    """Undo an entity's merge; its published claims are projected again. Reviewers of its
+    scope may; audited."""
+    return entities.entity_unmerge(actor=actor, entity_id=entity_id, priority=priority)
+
+
+def alias_unlink(*, actor: Principal, alias_id: int) -> entities.Unlinked:
+    """Detach an automatically linked alias into an entity of its own, naming the claims a
+    reviewer should check. Reviewers of its scope may; audited."""
+    return entities.alias_unlink(actor=actor, alias_id=alias_id)
+
+
+# --- the ontology ------------------------------------------------------------------------
+
+
+def ontology_predicate_set(*, actor: Principal, group_id: str, sense: PredicateSense) -> Ontology:
+    """Create or replace a workspace's own sense of a predicate; the ontology after it.
+    Admins of the workspace may; audited as a new version."""
+    return ontology.ontology_predicate_set(actor=actor, group_id=group_id, sense=sense)
+
+
+def ontology_predicate_reset(*, actor: Principal, group_id: str, name: str) -> Ontology:
+    """Drop a workspace's own sense of a predicate, so the default applies again; the
+    ontology after it. Admins of the workspace may; audited as a new version."""
+    return ontology.ontology_predicate_reset(actor=actor, group_id=group_id, name=name)

@@ -35,18 +35,11 @@ from retrieval.models import (
     WeightActivation,
     WeightSet,
 )
-from retrieval.services.embedding import (
-    SwitchRefused,
-    catch_up_progress,
-    companion_missing,
-)
-from retrieval.services.snapshots import snapshot_verify
-from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
 from tenants.domain.access import ANONYMOUS, Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import Scope
 from tenants.principals import request_principal
-from tenants.services.audit import audit_record
+from tenants.usecases import audit_record
 
 
 class ReadOnlyAdmin(WrittenByServices, admin.ModelAdmin[Any]):
@@ -185,7 +178,7 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
 
     @admin.display(description="documents on this model")
     def progress(self, obj: GroupEmbedding) -> str:
-        left, total = catch_up_progress(obj.group_id)
+        left, total = usecases.catch_up_progress(obj.group_id)
         return f"{total - left} of {total}" + (" (re-embedding)" if left else "")
 
     @admin.display(description="second model")
@@ -196,7 +189,8 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         if obj.companion not in catalog.choices():
             return f"{obj.companion} (not offered: unused)"
         total = SearchDocument.objects.filter(group_id=obj.group_id).count()
-        missing = companion_missing(obj.group_id, catalog.passage(obj.companion).model).count()
+        model = catalog.passage(obj.companion).model
+        missing = usecases.companion_missing(obj.group_id, model).count()
         return f"{obj.companion}: {total - missing} of {total}" + (
             " (embedding)" if missing else ""
         )
@@ -236,7 +230,7 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
         if request.method == "POST" and form.is_valid():
             try:
                 message = use_case(form.cleaned_data)
-            except (SwitchRefused, PermissionDenied) as refused:
+            except (usecases.SwitchRefused, PermissionDenied) as refused:
                 form.add_error(None, str(refused))
             else:
                 self.message_user(request, message, messages.SUCCESS)
@@ -333,8 +327,10 @@ class WeightSetAdmin(LinkedToQualityAdmin):
 
     def _activate(self, request: HttpRequest, actor: Principal, weight_set: WeightSet) -> None:
         try:
-            outcome = weight_set_activate(actor=actor, weight_set_id=weight_set.pk, reason=REASON)
-        except NeedsConfirmation as doubt:
+            outcome = usecases.weight_set_activate(
+                actor=actor, weight_set_id=weight_set.pk, reason=REASON
+            )
+        except usecases.NeedsConfirmation as doubt:
             self.message_user(
                 request,
                 format_html(
@@ -354,7 +350,9 @@ class WeightSetAdmin(LinkedToQualityAdmin):
         actor = request_principal(request)
         for group_id in sorted(set(queryset.values_list("group_id", flat=True))):
             try:
-                message = weights_reset_default(actor=actor, group_id=group_id, reason=REASON)
+                message = usecases.weights_reset_default(
+                    actor=actor, group_id=group_id, reason=REASON
+                )
             except PermissionDenied as error:
                 self.message_user(request, f"{group_id}: {error}", messages.ERROR)
             else:
@@ -550,7 +548,7 @@ class SnapshotAdmin(ReadOnlyAdmin):
         for snapshot in queryset:
             if snapshot.status != Snapshot.Status.SEALED:
                 self.message_user(request, f"{snapshot}: not sealed.", messages.WARNING)
-            elif snapshot_verify(snapshot):
+            elif usecases.snapshot_verify(snapshot):
                 self.message_user(request, f"{snapshot}: its content matches its seal.")
             else:
                 self.message_user(

@@ -26,12 +26,7 @@ from retrieval import usecases
 from retrieval.domain.evaluation import Floors
 from retrieval.models import CalibrationRun, EvaluationRun, GoldenQuery, WeightSet
 from retrieval.selectors import groups_with_golden, groups_with_packs_before, groups_with_votes
-from retrieval.services.calibration import RunInProgress, calibration_run
-from retrieval.services.context import context_packs_expire
-from retrieval.services.embedding import catch_up_progress
-from retrieval.services.index import groups_to_catch_up
-from retrieval.services.snapshots import snapshots_building
-from retrieval.services.word_learning import question_words_learn
+from retrieval.usecases import RunInProgress
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -101,7 +96,7 @@ def calibrate_groups(
     def calibrate(group_id: str) -> CalibrationRun:
         actor = principal_system("calibration", group_ids=[group_id])
         with rls.tenant_context(actor):
-            return calibration_run(
+            return usecases.calibration_run(
                 actor=actor, group_id=group_id, now=now, trigger=trigger, run_key=run_key,
                 window=learning_window(),
                 min_samples_per_class=settings.VERA_LEARNING__MIN_SAMPLES,
@@ -149,7 +144,8 @@ def learn_question_words() -> dict[str, str]:
     since = timezone.now() - learning_window()
 
     def learn(group_id: str) -> str:
-        return f"{question_words_learn(group_id=group_id, since=since)} suggestions pending"
+        pending = usecases.question_words_learn(group_id=group_id, since=since)
+        return f"{pending} suggestions pending"
 
     return in_each("question-words", groups_with_votes(since), learn)
 
@@ -178,11 +174,11 @@ def index_catch_up_workspaces() -> dict[str, str]:
     documents without its vector (see `retrieval.services.embedding`)."""
     outcomes: dict[str, str] = {}
     # Found across every group by a system finder; each then in a context of its own.
-    for group_id, stale in groups_to_catch_up():
+    for group_id, stale in usecases.groups_to_catch_up():
         try:
             with rls.tenant_context(principal_system("index-catch-up", group_ids=[group_id])):
                 done = usecases.index_catch_up(group_id=group_id)
-                left, total = catch_up_progress(group_id)
+                left, total = usecases.catch_up_progress(group_id)
         except Exception as error:  # one workspace's failure must not stop the others'
             logger.exception("re-embedding %s failed", group_id)
             outcomes[group_id] = f"error: {type(error).__name__}: {error}"
@@ -198,7 +194,7 @@ def snapshots_build(snapshot_id: int | None = None) -> dict[int, str]:
     """Build the snapshots waiting to be (one, after its request; all, every minute from
     beat, so a build that died with its worker, or lost a race with an erasure, is
     built again)."""
-    waiting = snapshots_building()
+    waiting = usecases.snapshots_building()
     outcomes: dict[int, str] = {}
     for pk, group_id in waiting:
         if snapshot_id is not None and pk != snapshot_id:
@@ -223,7 +219,7 @@ def expire_context_packs() -> dict[str, str]:
     before = timezone.now() - dt.timedelta(days=days)
 
     def expire(group_id: str) -> str:
-        deleted = context_packs_expire(group_id=group_id, before=before)
+        deleted = usecases.context_packs_expire(group_id=group_id, before=before)
         return f"deleted {deleted} served before {before.isoformat()}"
 
     return in_each("pack-expiry", groups_with_packs_before(before), expire)

@@ -18,8 +18,7 @@ from common.admin import WrittenByServices, apply_each
 from common.errors import NotFound, PermissionDenied
 from tenants.models import ApiKey, AuditEvent, Membership, Scope
 from tenants.principals import request_principal
-from tenants.services.api_keys import api_key_revoke
-from tenants.services.scopes import scope_archive, scope_rename
+from tenants.usecases import api_key_revoke, scope_archive, scope_rename
 
 
 class MembershipInline(WrittenByServices, admin.TabularInline[Membership, Scope]):

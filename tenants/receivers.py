@@ -10,8 +10,7 @@ from django.http import HttpRequest
 
 from tenants import rls
 from tenants.selectors import principal_for_user
-from tenants.services.audit import audit_record
-from tenants.services.scopes import personal_scope_ensure
+from tenants.usecases import audit_record, personal_scope_ensure
 
 
 def _record(action: str, request: HttpRequest | None, user: Any) -> None:

@@ -17,7 +17,7 @@ from django.utils import timezone
 from curation.domain.backpressure import LaneLoad, pressure
 from curation.domain.outbox import Lane
 from curation.selectors import outbox_lane_load
-from curation.services.backpressure import lane_thresholds
+from curation.usecases import lane_thresholds
 
 from . import metrics, wiring
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -30,7 +30,7 @@ from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
 from curation.domain.extraction.conversation import ConversationExtractor
 from curation.domain.extraction.structured import cmdb_mapping
 from curation.domain.outbox import ERASURE_CLEANUP, LEGACY_RETIRE, PROJECT_CLAIM, Consumer
-from curation.domain.sources import ConnectorKind
+from curation.domain.sources import AGENT_KIND, ConnectorKind
 from curation.models import OutboxJob, Source
 from curation.ports import (
     ContradictionJudge,
@@ -45,8 +45,7 @@ from curation.services.ingest import IngestAdapters, ReadAdapters
 from curation.services.outbox import BatchHandler, Handler
 from curation.services.sources import source_policy, source_secret_refusal
 from retrieval.adapters.embedders.metering import Meter, Usage
-from retrieval.domain.results import Result
-from retrieval.ports import EmbedderCatalog, Reranker, Reranking, Search, Tokenizer, UsageLedger
+from retrieval.ports import EmbedderCatalog, Reranker, Reranking, Tokenizer, UsageLedger
 from retrieval.services.erasure import erasure_cleanup_job
 from retrieval.services.index import index_job, index_jobs, index_prepare
 from tenants.adapters.rate_limits import RedisRateLimiter
@@ -212,6 +211,8 @@ def openai_client(*, timeout: float, base_url: str = "", max_retries: int = 2) -
 def extractors_for(source: Source) -> list[Extractor]:
     """The extractors the source's kind declares (`KindRules.extraction`), in order, each
     configured from the source; the LLM's only when one is configured."""
+    if source.kind == AGENT_KIND:
+        return []  # what agents propose is read from no document: nothing to extract
     rules = kind_rules(source.kind)
     if rules is None:
         raise ValueError(f"unknown connector kind {source.kind!r}: it declares no extraction")
@@ -550,16 +551,6 @@ def tokenizer() -> Tokenizer:
     return WordPieceTokenizer()
 
 
-def _observed_search(**arguments: Any) -> Result:
-    """The pipeline's search with its stage timings exported: every entrypoint's live search
-    is observed here, in one place (the pipeline is a service and exports nothing)."""
-    from retrieval.services.search import search
-
-    result = search(**arguments)
-    metrics.search_observed(result.timings)
-    return result
-
-
 class RetrievalProviders:
     """retrieval.bootstrap.Providers, built from settings."""
 
@@ -578,16 +569,8 @@ class RetrievalProviders:
     def fusion(self) -> dict[str, float]:
         return fusion_weights()
 
-    def search(self) -> Search:
-        """Search with this provider's adapters bound."""
-        # Bound per call through `self`: a test that swaps one provider swaps it here too.
-        bound: Search = functools.partial(
-            _observed_search,
-            embedder=self.embedders(),
-            reranking=self.reranking(),
-            fusion=fusion_weights(),
-        )
-        return bound
+    def search_observed(self, timings: Mapping[str, float]) -> None:
+        metrics.search_observed(timings)
 
     def usage_ledger(self) -> UsageLedger:
         return usage_ledger()

@@ -49,19 +49,20 @@ from curation.domain.params import (
 from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Reprocessing, Source
-from curation.services.ontology import ontology_predicate_reset, ontology_predicate_set
-from curation.services.proposals import ProposalRefused
-from curation.services.reprocess import ReprocessRefused
-from curation.services.retraction import (
+from curation.tasks import reprocess_enqueue
+from curation.usecases import (
+    ProposalRefused,
+    ReprocessRefused,
     Retraction,
     RetractionRefused,
     claim_reinstate,
     claim_retract,
     episode_retract,
+    ontology_predicate_reset,
+    ontology_predicate_set,
+    source_create,
     source_retract,
 )
-from curation.services.sources import source_create
-from curation.tasks import reprocess_enqueue
 from kernel.params import MAX_ID, InvalidQuery, ParamReader
 from tenants.domain.scopes import Role
 from tenants.principals import principal_of

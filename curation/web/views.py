@@ -17,7 +17,6 @@ from curation.domain.errors import ObjectStoreError
 from curation.domain.params import parse_related
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, MergeCandidate
-from curation.services import lifecycle, retraction, review
 from kernel.params import MAX_ID, InvalidQuery
 from tenants.domain.scopes import Role
 from tenants.principals import request_principal
@@ -110,25 +109,25 @@ def _run(request: HttpRequest, claim_id: int, version: int, action: str) -> str:
     (published, superseded, or closed as a duplicate), never a guess like "Accepted"."""
     actor, post = request_principal(request), request.POST
     if action in {"approve", "edit"}:
-        edit = review.Edit(post.get("fact_text", ""), post.get("object_text"))
-        return review.review_approve(
+        edit = usecases.Edit(post.get("fact_text", ""), post.get("object_text"))
+        return usecases.review_approve(
             actor=actor, claim_id=claim_id, version=version, edit=edit if action == "edit" else None
         ).message
     if action == "accept":
-        return review.proposal_accept(actor=actor, claim_id=claim_id, version=version).message
+        return usecases.proposal_accept(actor=actor, claim_id=claim_id, version=version).message
     reason = post.get("reason", "")
     if action == "keep":
-        review.recheck_keep(actor=actor, claim_id=claim_id, version=version)
+        usecases.recheck_keep(actor=actor, claim_id=claim_id, version=version)
         return f"Kept #{claim_id}: nothing asks for a re-check of it now."
     if action == "retract":
-        done = review.recheck_retract(
+        done = usecases.recheck_retract(
             actor=actor, claim_id=claim_id, version=version, reason=reason
         )
         return done.message
     if action == "reject":
-        review.review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
+        usecases.review_reject(actor=actor, claim_id=claim_id, version=version, reason=reason)
         return "Rejected"
-    review.proposal_decline(actor=actor, claim_id=claim_id, version=version, reason=reason)
+    usecases.proposal_decline(actor=actor, claim_id=claim_id, version=version, reason=reason)
     return "Declined"
 
 
@@ -142,9 +141,9 @@ def _decide(request: HttpRequest, claim_id: int, action: str) -> HttpResponse:
         raise Http404("No such claim.") from None
     except PermissionDenied as error:
         raise DjangoPermissionDenied(str(error)) from None
-    except review.Conflict as conflict:
+    except usecases.Conflict as conflict:
         return _decided(request, claim_id, str(conflict), status=409)
-    except (ValueError, retraction.RetractionRefused) as error:  # no reason given
+    except (ValueError, usecases.RetractionRefused) as error:  # no reason given
         return _decided(request, claim_id, str(error), status=400)
     return _decided(request, claim_id, message)
 
@@ -183,7 +182,7 @@ def merge_decide(request: HttpRequest, candidate_id: int, action: str) -> HttpRe
     if action not in {"merge", "keep-apart"}:
         raise Http404
     try:
-        review.candidate_decide(
+        usecases.candidate_decide(
             actor=request_principal(request), candidate_id=candidate_id, merge=action == "merge"
         )
     except PermissionDenied as error:
@@ -212,7 +211,7 @@ def bulk_decide(request: HttpRequest) -> HttpResponse:
     approve = request.POST.get("action") == "approve"
     items = _items(request)
     try:
-        outcome = review.review_bulk(
+        outcome = usecases.review_bulk(
             actor=request_principal(request), items=items, approve=approve,
             reason=request.POST.get("reason", ""),
         )  # fmt: skip
@@ -231,7 +230,7 @@ def bulk_decide(request: HttpRequest) -> HttpResponse:
 
 
 def _card_decided(
-    request: HttpRequest, episode_id: int, outcome: review.BulkOutcome, *, approve: bool
+    request: HttpRequest, episode_id: int, outcome: usecases.BulkOutcome, *, approve: bool
 ) -> HttpResponse:
     """The answer to a card's decision: the card's new state for HTMX, else the queue."""
     summary = f"{'Approved' if approve else 'Rejected'} {len(outcome.done)} claim(s)."
@@ -256,7 +255,7 @@ def document_decide(request: HttpRequest, episode_id: int, action: str) -> HttpR
     if action not in {"approve", "reject"}:
         raise Http404
     try:
-        outcome = review.review_bulk(
+        outcome = usecases.review_bulk(
             actor=request_principal(request), items=_items(request), approve=action == "approve",
             reason=request.POST.get("reason", ""),
         )  # fmt: skip
@@ -310,7 +309,7 @@ def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
         "related": selectors.claim_related(claim),
         # Retraction is offered to whoever may retract, on what can be retracted.
         "can_retract": request_principal(request).can(Role.REVIEWER, claim.group_id),
-        "retractable": claim.status in lifecycle.RETRACTABLE,
+        "retractable": claim.status in usecases.RETRACTABLE,
         # Erasure (destroying the content) is a workspace admin's.
         "can_erase": request_principal(request).can(Role.ADMIN, claim.group_id),
     }
@@ -326,21 +325,21 @@ def retract(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     back = request.POST.get("claim", "")
     target = redirect("review:claim-detail", claim_id=int(back)) if back.isdigit() else None
     actor, reason = request_principal(request), request.POST.get("reason", "")
-    done: retraction.Retraction | retraction.Reinstatement
+    done: usecases.Retraction | usecases.Reinstatement
     try:
         if kind == "claims" and request.POST.get("undo") == "1":
-            done = retraction.claim_reinstate(actor=actor, claim_id=pk, reason=reason)
+            done = usecases.claim_reinstate(actor=actor, claim_id=pk, reason=reason)
         elif kind == "claims":
-            done = retraction.claim_retract(actor=actor, claim_id=pk, reason=reason)
+            done = usecases.claim_retract(actor=actor, claim_id=pk, reason=reason)
         elif kind == "episodes":
-            done = retraction.episode_retract(actor=actor, episode_id=pk, reason=reason)
+            done = usecases.episode_retract(actor=actor, episode_id=pk, reason=reason)
         else:
             raise Http404("Nothing of that kind can be retracted here.")
     except (Claim.DoesNotExist, Episode.DoesNotExist):
         raise Http404("No such item.") from None
     except PermissionDenied as error:
         raise DjangoPermissionDenied(str(error)) from None
-    except retraction.RetractionRefused as error:
+    except usecases.RetractionRefused as error:
         messages.error(request, str(error))
         return target or HttpResponse(str(error), status=400, content_type="text/plain")
     messages.success(request, done.message)

@@ -45,20 +45,14 @@ from retrieval.domain.query import (
     parse_query,
 )
 from retrieval.models import SearchHit, Snapshot, WordSuggestion
-from retrieval.services.context import pack_payload
-from retrieval.services.erasure import ErasureRefused
-from retrieval.services.feedback import feedback_record
-from retrieval.services.search import server_timing
-from retrieval.services.snapshots import (
-    SnapshotRefused,
-    snapshot_take,
-)
-from retrieval.services.word_learning import (
-    SuggestionDecided,
-    word_suggestion_accept,
-    word_suggestion_dismiss,
-)
 from retrieval.tasks import snapshots_build
+from retrieval.usecases import (
+    ErasureRefused,
+    SnapshotRefused,
+    SuggestionDecided,
+    pack_payload,
+    server_timing,
+)
 from tenants.domain.access import Principal
 from tenants.principals import principal_of
 from tenants.scoping import NOT_VISIBLE, SCOPE_PARAMETER, request_narrowed
@@ -241,7 +235,7 @@ class FeedbackView(APIView):
         form = FeedbackInput(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            vote = feedback_record(
+            vote = usecases.feedback_record(
                 hit_id=form.validated_data["hit_id"],
                 helpful=form.validated_data["helpful"],
                 user_id=principal_of(request).user_id,
@@ -355,7 +349,11 @@ class QuestionWordDecisionView(APIView):
         row = WordSuggestion.objects.filter(pk=pk).first() if pk <= MAX_ID else None
         if row is None:  # row-level security: another workspace's is not there
             raise exceptions.NotFound("No such suggestion.")
-        decide = word_suggestion_accept if self.decision == "accept" else word_suggestion_dismiss
+        decide = (
+            usecases.word_suggestion_accept
+            if self.decision == "accept"
+            else usecases.word_suggestion_dismiss
+        )
         try:
             decided = decide(actor=principal_of(request), group_id=row.group_id, pk=row.pk)
         except PermissionDenied as error:
@@ -391,7 +389,7 @@ class SnapshotListView(APIView):
         form = SnapshotCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            snapshot = snapshot_take(actor=principal_of(request), **form.validated_data)
+            snapshot = usecases.snapshot_take(actor=principal_of(request), **form.validated_data)
         except PermissionDenied as error:
             raise exceptions.PermissionDenied(str(error)) from None
         except SnapshotRefused as error:

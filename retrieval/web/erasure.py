@@ -1,6 +1,6 @@
 """The portal's erasure pages: confirm what an erasure destroys, then its tombstone.
 
-The same services as the REST API and the admin: `erasure_preview` says what would go,
+The same use cases as the REST API and the admin: `erasure_preview` says what would go,
 `erase` does it (workspace admin, reason and confirmation), the cleanup runs after
 commit (a worker finishes it should this process die), and the tombstone page runs the
 residual scan on demand.
@@ -19,7 +19,7 @@ from django.views.decorators.http import require_http_methods
 from common.errors import PermissionDenied
 from curation.models import Episode, Source, Tombstone
 from retrieval import usecases
-from retrieval.services.erasure import ErasureRefused, erasure_preview
+from retrieval.usecases import ErasureRefused
 from tenants.domain.scopes import Role
 from tenants.principals import request_principal
 
@@ -34,7 +34,7 @@ def erase_page(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
         raise Http404("Only a source or a document can be erased.")
     principal = request_principal(request)
     try:
-        preview = erasure_preview(actor=principal, kind=KINDS[kind], target_id=pk)
+        preview = usecases.erasure_preview(actor=principal, kind=KINDS[kind], target_id=pk)
     except (Source.DoesNotExist, Episode.DoesNotExist):
         raise Http404(f"No such {KINDS[kind]}.") from None
     except PermissionDenied as error:

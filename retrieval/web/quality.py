@@ -25,13 +25,7 @@ from common.htmx import htmx_partial
 from retrieval import selectors, usecases
 from retrieval.domain.evaluation import Floors
 from retrieval.models import EvaluationRun, WeightSet, WordSuggestion
-from retrieval.services.calibration import RunInProgress
-from retrieval.services.weights import NeedsConfirmation, weight_set_activate, weights_reset_default
-from retrieval.services.word_learning import (
-    SuggestionDecided,
-    word_suggestion_accept,
-    word_suggestion_dismiss,
-)
+from retrieval.usecases import NeedsConfirmation, RunInProgress, SuggestionDecided
 from retrieval.web import charts
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -127,7 +121,7 @@ def weights_activate(request: HttpRequest, weight_set_id: int) -> HttpResponse:
     workspace, _ = _workspace(request, principal)
     reason = request.POST.get("reason", "")
     try:
-        activation = weight_set_activate(
+        activation = usecases.weight_set_activate(
             actor=principal, weight_set_id=weight_set_id, reason=reason,
             confirm=request.POST.get("confirm") == "1",
         )  # fmt: skip
@@ -149,7 +143,7 @@ def weights_reset(request: HttpRequest) -> HttpResponse:
     principal = request_principal(request)
     workspace, _ = _workspace(request, principal)
     try:
-        message = weights_reset_default(
+        message = usecases.weights_reset_default(
             actor=principal, group_id=workspace.group_id, reason=request.POST.get("reason", "")
         )
     except PermissionDenied as error:
@@ -190,7 +184,11 @@ def question_word_decide(request: HttpRequest, pk: int, decision: str) -> HttpRe
     """Accept or dismiss a question word learnt from votes (the workspace's admins)."""
     principal = request_principal(request)
     workspace, _ = _workspace(request, principal)
-    decide = {"accept": word_suggestion_accept, "dismiss": word_suggestion_dismiss}.get(decision)
+    decisions = {
+        "accept": usecases.word_suggestion_accept,
+        "dismiss": usecases.word_suggestion_dismiss,
+    }
+    decide = decisions.get(decision)
     if decide is None:
         raise Http404("No such decision.")
     try:

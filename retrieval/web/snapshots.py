@@ -12,9 +12,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from common.errors import PermissionDenied
+from retrieval import usecases
 from retrieval.models import Snapshot
-from retrieval.services.snapshots import SnapshotRefused, snapshot_take
 from retrieval.tasks import snapshots_build
+from retrieval.usecases import SnapshotRefused
 from tenants.domain.scopes import Role
 from tenants.models import Scope
 from tenants.principals import request_principal
@@ -43,7 +44,7 @@ def snapshots_take(request: HttpRequest) -> HttpResponse:
     """Take a snapshot of a workspace (admin); a maintenance worker builds and seals it."""
     principal = request_principal(request)
     try:
-        snapshot = snapshot_take(
+        snapshot = usecases.snapshot_take(
             actor=principal, group_id=request.POST.get("group", ""),
             name=request.POST.get("name", ""), reason=request.POST.get("reason", ""),
         )  # fmt: skip

@@ -14,7 +14,7 @@ from retrieval import usecases
 from retrieval.domain.query import InvalidQuery, Query, parse_query
 from retrieval.models import Snapshot
 from retrieval.selectors import CitedResult
-from retrieval.services.snapshots import SnapshotRefused
+from retrieval.usecases import SnapshotRefused
 from tenants import selectors as tenant_selectors
 from tenants.domain.access import Principal
 from tenants.domain.scopes import ScopeKind

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from tenants import rls
 from tenants.domain import api_keys as keys
 from tenants.domain.access import Principal
-from tenants.services.api_keys import api_key_authenticate
+from tenants.usecases import api_key_authenticate
 
 logger = logging.getLogger(__name__)
 

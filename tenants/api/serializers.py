@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import ApiKey, AuditEvent, Invitation, Membership, Scope
-from tenants.services.api_keys import IssuedKey
+from tenants.usecases import IssuedKey
 
 ROLE_NAMES = [role.name.lower() for role in Role]
 

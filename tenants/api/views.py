@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import NotFound, PermissionDenied
-from tenants import selectors
+from tenants import selectors, usecases
 from tenants.api.serializers import (
     ApiKeyIssueSerializer,
     ApiKeySerializer,
@@ -46,7 +46,6 @@ from tenants.scoping import (
     request_narrowed,
     scoped_list_schema,
 )
-from tenants.services import api_keys, invitations, scopes
 
 
 def _ip(request: Request) -> str | None:
@@ -87,7 +86,7 @@ class ApiKeyListView(ScopeNarrowedList, generics.ListAPIView[ApiKey]):
         if owner is None:
             raise exceptions.ValidationError({"owner": "No member of this scope has that name."})
         try:
-            issued = api_keys.api_key_issue(
+            issued = usecases.api_key_issue(
                 actor=principal,
                 owner_id=owner.pk,
                 scope_id=scope.pk,
@@ -126,7 +125,7 @@ class ApiKeyRotateView(APIView):
 
     @extend_schema(request=None, responses={201: IssuedKeySerializer})
     def post(self, request: Request, key_id: int) -> Response:
-        issued = _key_action(request, key_id, api_keys.api_key_rotate)
+        issued = _key_action(request, key_id, usecases.api_key_rotate)
         return Response(IssuedKeySerializer.render(issued), status=status.HTTP_201_CREATED)
 
 
@@ -136,7 +135,7 @@ class ApiKeyRevokeView(APIView):
     @extend_schema(request=None, responses={200: ApiKeySerializer})
     def post(self, request: Request, key_id: int) -> Response:
         return Response(
-            ApiKeySerializer(_key_action(request, key_id, api_keys.api_key_revoke)).data
+            ApiKeySerializer(_key_action(request, key_id, usecases.api_key_revoke)).data
         )
 
 
@@ -188,7 +187,7 @@ class ScopeListView(APIView):
         form.is_valid(raise_exception=True)
         data, principal = form.validated_data, principal_of(request)
         opened = _scope_use_case(
-            lambda: scopes.scope_open(
+            lambda: usecases.scope_open(
                 actor=principal,
                 kind=ScopeKind[data["kind"].upper()],
                 name=data["name"],
@@ -208,7 +207,7 @@ class ScopeView(APIView):
     @extend_schema(responses={200: ScopeSerializer})
     def get(self, request: Request, group_id: str) -> Response:
         principal = principal_of(request)
-        scope = _scope_use_case(lambda: scopes.scope_visible(principal, group_id))
+        scope = _scope_use_case(lambda: usecases.scope_visible(principal, group_id))
         return Response(ScopeSerializer(scope, context={"roles": principal.roles}).data)
 
     @extend_schema(request=ScopeChangeSerializer, responses={200: ScopeSerializer})
@@ -219,14 +218,14 @@ class ScopeView(APIView):
         with transaction.atomic():
             if "name" in data:
                 _scope_use_case(
-                    lambda: scopes.scope_rename(
+                    lambda: usecases.scope_rename(
                         actor=principal, group_id=group_id, name=data["name"]
                     ),
                     field="name",
                 )
             if "archived" in data:
                 _scope_use_case(
-                    lambda: scopes.scope_archive(
+                    lambda: usecases.scope_archive(
                         actor=principal,
                         group_id=group_id,
                         archived=data["archived"],
@@ -234,12 +233,12 @@ class ScopeView(APIView):
                     ),
                     field="archived",
                 )
-        scope = _scope_use_case(lambda: scopes.scope_visible(principal, group_id))
+        scope = _scope_use_case(lambda: usecases.scope_visible(principal, group_id))
         return Response(ScopeSerializer(scope, context={"roles": principal.roles}).data)
 
 
 def _administered(principal: Principal, group_id: str) -> Scope:
-    scope = _scope_use_case(lambda: scopes.scope_visible(principal, group_id))
+    scope = _scope_use_case(lambda: usecases.scope_visible(principal, group_id))
     if not principal.can(Role.ADMIN, scope.group_id):
         raise exceptions.PermissionDenied("only an admin of this scope sees its members")
     return scope
@@ -260,7 +259,7 @@ class MemberListView(APIView):
         form.is_valid(raise_exception=True)
         data, principal = form.validated_data, principal_of(request)
         membership = _scope_use_case(
-            lambda: scopes.member_set_role(
+            lambda: usecases.member_set_role(
                 actor=principal, group_id=group_id, user=data["user"], role=data["role"]
             ),
             field="user",
@@ -283,7 +282,7 @@ class MemberView(APIView):
             raise exceptions.NotFound("no such member of this scope")
         if "role" in form.validated_data:
             _scope_use_case(
-                lambda: scopes.member_set_role(
+                lambda: usecases.member_set_role(
                     actor=principal, group_id=group_id, user=user_id,
                     role=form.validated_data["role"],
                 ),
@@ -295,7 +294,7 @@ class MemberView(APIView):
     def delete(self, request: Request, group_id: str, user_id: int) -> Response:
         principal = principal_of(request)
         _scope_use_case(
-            lambda: scopes.member_remove(actor=principal, group_id=group_id, user_id=user_id)
+            lambda: usecases.member_remove(actor=principal, group_id=group_id, user_id=user_id)
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -316,7 +315,7 @@ class InvitationListView(APIView):
         form.is_valid(raise_exception=True)
         data, principal = form.validated_data, principal_of(request)
         sent = _scope_use_case(
-            lambda: invitations.invitation_send(
+            lambda: usecases.invitation_send(
                 actor=principal, group_id=group_id, email=data["email"], role=data["role"],
                 lifetime=dt.timedelta(days=data["days"]),
                 base_url=request.build_absolute_uri("/").rstrip("/"),
@@ -336,7 +335,7 @@ class InvitationView(APIView):
     def delete(self, request: Request, group_id: str, invitation_id: int) -> Response:
         principal = principal_of(request)
         withdrawn = _scope_use_case(
-            lambda: invitations.invitation_revoke(
+            lambda: usecases.invitation_revoke(
                 actor=principal, group_id=group_id, invitation_id=invitation_id
             )
         )
@@ -351,6 +350,6 @@ class MemberDeactivateView(APIView):
     def post(self, request: Request, group_id: str, user_id: int) -> Response:
         principal = principal_of(request)
         revoked = _scope_use_case(
-            lambda: scopes.member_deactivate(actor=principal, group_id=group_id, user_id=user_id)
+            lambda: usecases.member_deactivate(actor=principal, group_id=group_id, user_id=user_id)
         )
         return Response({"user_id": user_id, "active": False, "keys_revoked": revoked})

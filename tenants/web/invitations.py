@@ -9,9 +9,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from common.errors import NotFound, PermissionDenied
+from tenants import usecases
 from tenants.domain.scopes import Role
-from tenants.services import invitations
-from tenants.services.invitations import SESSION_KEY
+from tenants.usecases import SESSION_KEY
 
 
 def _refused(request: HttpRequest, reason: str, status: int) -> HttpResponse:
@@ -24,7 +24,7 @@ def invitation(request: HttpRequest, token: str) -> HttpResponse:
     that follows); POST, signed in, accepts it."""
     user = request.user if request.user.is_authenticated else None
     try:
-        found = invitations.invitation_check(token, email=getattr(user, "email", None) or None)
+        found = usecases.invitation_check(token, email=getattr(user, "email", None) or None)
     except NotFound:
         return _refused(request, "This link is not a valid invitation.", 404)
     except PermissionDenied as error:
@@ -34,7 +34,7 @@ def invitation(request: HttpRequest, token: str) -> HttpResponse:
         request.session[SESSION_KEY] = token
     elif request.method == "POST":
         try:
-            invitations.invitation_accept(token=token, user_id=user.pk)
+            usecases.invitation_accept(token=token, user_id=user.pk)
         except (NotFound, PermissionDenied) as error:
             return _refused(request, str(error), 410)
         request.session.pop(SESSION_KEY, None)

@@ -14,12 +14,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from common.errors import NotFound, PermissionDenied
-from tenants import selectors
+from tenants import selectors, usecases
 from tenants.domain.members import MANAGED_FROM
 from tenants.domain.scopes import PARENT_KIND, Role, ScopeKind
 from tenants.models import Invitation, Scope
 from tenants.principals import request_principal
-from tenants.services import invitations, scopes
 
 ROLES = [role.name.lower() for role in Role]
 # The kind of scope each kind of scope can open under it.
@@ -50,7 +49,7 @@ def organisations(request: HttpRequest) -> HttpResponse:
         name = request.POST.get("name", "")
         owner = request.POST.get("owner", "").strip()
         try:
-            scope = scopes.organisation_create(
+            scope = usecases.organisation_create(
                 name=name, owner=owner, by=request.user.get_username()
             )
         except (NotFound, ValueError) as error:
@@ -68,7 +67,7 @@ def scope_page(request: HttpRequest, group_id: str) -> HttpResponse:
     """One scope: what is under it, and for its admins its members and invitations."""
     principal = request_principal(request)
     try:
-        scope = scopes.scope_visible(principal, group_id)
+        scope = usecases.scope_visible(principal, group_id)
     except NotFound:
         raise Http404("No such scope.") from None
     role = principal.roles[scope.group_id]
@@ -144,7 +143,7 @@ def scope_open(request: HttpRequest, group_id: str) -> HttpResponse:
 
     def act() -> None:
         opened.append(
-            scopes.scope_open(
+            usecases.scope_open(
                 actor=principal, kind=ScopeKind[kind.upper()],
                 name=request.POST.get("name", ""), parent_group_id=group_id,
             ).group_id
@@ -160,11 +159,11 @@ def scope_change(request: HttpRequest, group_id: str) -> HttpResponse:
     principal = request_principal(request)
     if "name" in request.POST:
         name = request.POST["name"]
-        return _act(request, group_id, lambda: scopes.scope_rename(
+        return _act(request, group_id, lambda: usecases.scope_rename(
             actor=principal, group_id=group_id, name=name), "Renamed.")  # fmt: skip
     archived = request.POST.get("archived") == "true"
     reason = request.POST.get("reason", "")
-    return _act(request, group_id, lambda: scopes.scope_archive(
+    return _act(request, group_id, lambda: usecases.scope_archive(
         actor=principal, group_id=group_id, archived=archived, reason=reason),
         "Archived." if archived else "Restored.")  # fmt: skip
 
@@ -174,7 +173,7 @@ def scope_change(request: HttpRequest, group_id: str) -> HttpResponse:
 def member_add(request: HttpRequest, group_id: str) -> HttpResponse:
     principal, role = request_principal(request), _role(request)
     user = request.POST.get("user", "").strip()
-    return _act(request, group_id, lambda: scopes.member_set_role(
+    return _act(request, group_id, lambda: usecases.member_set_role(
         actor=principal, group_id=group_id, user=user, role=role), f"{user} added.")  # fmt: skip
 
 
@@ -183,14 +182,14 @@ def member_add(request: HttpRequest, group_id: str) -> HttpResponse:
 def member_change(request: HttpRequest, group_id: str, user_id: int) -> HttpResponse:
     principal = request_principal(request)
     if request.POST.get("remove"):
-        return _act(request, group_id, lambda: scopes.member_remove(
+        return _act(request, group_id, lambda: usecases.member_remove(
             actor=principal, group_id=group_id, user_id=user_id), "Removed.")  # fmt: skip
     if request.POST.get("deactivate"):
         organisation = _organisation(group_id)
-        return _act(request, group_id, lambda: scopes.member_deactivate(
+        return _act(request, group_id, lambda: usecases.member_deactivate(
             actor=principal, group_id=organisation, user_id=user_id), "Deactivated.")  # fmt: skip
     role = _role(request)
-    return _act(request, group_id, lambda: scopes.member_set_role(
+    return _act(request, group_id, lambda: usecases.member_set_role(
         actor=principal, group_id=group_id, user=user_id, role=role), "Role changed.")  # fmt: skip
 
 
@@ -201,7 +200,7 @@ def invitation_send(request: HttpRequest, group_id: str) -> HttpResponse:
     email = request.POST.get("email", "")
 
     def act() -> None:
-        sent = invitations.invitation_send(
+        sent = usecases.invitation_send(
             actor=principal, group_id=group_id, email=email, role=role,
             base_url=request.build_absolute_uri("/").rstrip("/"),
         )  # fmt: skip
@@ -214,5 +213,5 @@ def invitation_send(request: HttpRequest, group_id: str) -> HttpResponse:
 @require_POST
 def invitation_withdraw(request: HttpRequest, group_id: str, invitation_id: int) -> HttpResponse:
     principal = request_principal(request)
-    return _act(request, group_id, lambda: invitations.invitation_revoke(
+    return _act(request, group_id, lambda: usecases.invitation_revoke(
         actor=principal, group_id=group_id, invitation_id=invitation_id), "Withdrawn.")  # fmt: skip

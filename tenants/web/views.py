@@ -10,9 +10,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.errors import PermissionDenied
 from common.htmx import htmx_partial
-from tenants import selectors
+from tenants import selectors, usecases
 from tenants.principals import request_principal
-from tenants.services import api_keys
 from tenants.web.forms import KeyIssueForm
 
 
@@ -48,7 +47,7 @@ def key_issue(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _page(request, form=form, errors=True)
     try:
-        issued = api_keys.api_key_issue(
+        issued = usecases.api_key_issue(
             actor=principal,
             owner_id=form.cleaned_data["owner"].pk,
             scope_id=form.cleaned_data["scope"].pk,
@@ -72,9 +71,9 @@ def _act(request: HttpRequest, key_id: int, action: str) -> HttpResponse:
         if action == "rotate":
             return _page(
                 request,
-                issued=api_keys.api_key_rotate(actor=principal, key_id=key_id, ip_address=ip),
+                issued=usecases.api_key_rotate(actor=principal, key_id=key_id, ip_address=ip),
             )
-        api_keys.api_key_revoke(actor=principal, key_id=key_id, ip_address=ip)
+        usecases.api_key_revoke(actor=principal, key_id=key_id, ip_address=ip)
     except PermissionDenied as error:
         raise DjangoPermissionDenied(str(error)) from None
     except ValueError:

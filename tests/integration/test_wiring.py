@@ -48,8 +48,8 @@ def test_search_embeds_queries_in_the_query_role_of_the_indexing_model(
     assert variants == (passage, query)
     if provider == "minilm":
         assert searching is indexing  # one role: one cache, one loaded model
-    bound = wiring.RetrievalProviders().search()
-    offered = bound.keywords["embedder"]  # the catalog: each workspace's model
+    # The catalog the live search reads: each workspace's model.
+    offered = wiring.RetrievalProviders().embedders()
     assert offered.query(provider) is searching
     assert offered.passage(provider) is indexing
 

@@ -15,7 +15,7 @@ from curation.domain import connector_config
 from curation.domain.connector_config import KINDS, Extraction, declaration_refusals
 from curation.domain.extraction import RuleBasedExtractor, StructuredExtractor
 from curation.domain.extraction.conversation import ConversationExtractor
-from curation.domain.sources import ConnectorKind
+from curation.domain.sources import AGENT_KIND, ConnectorKind
 from curation.models import Source
 from vera import wiring
 
@@ -86,3 +86,12 @@ def test_a_kind_that_needs_a_model_for_every_record_is_refused_at_start(
     monkeypatch.setattr(connector_config, "KINDS", kinds)
     with pytest.raises(ImproperlyConfigured, match="'jira' declares no extractor that runs"):
         wiring.connector_kinds_check()
+
+
+def test_the_agents_source_has_no_extractors() -> None:
+    """What agents propose arrives by the API, read from no document: a reprocessing of
+    it is refused by the service for that reason, not by a missing declaration."""
+    agents = Source(kind=AGENT_KIND, config={}, trust_tier=4)
+    assert wiring.extractors_for(agents) == []
+    with pytest.raises(ValueError, match="unknown connector kind 'wiki'"):
+        wiring.extractors_for(Source(kind="wiki", config={}, trust_tier=3))

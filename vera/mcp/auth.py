@@ -28,7 +28,7 @@ from tenants.adapters.oidc import InvalidAccessToken, decode_jwt, user_for_claim
 from tenants.domain.access import Principal, cap_roles
 from tenants.domain.scopes import Role
 from tenants.selectors import principal_for_user
-from tenants.services.api_keys import api_key_authenticate
+from tenants.usecases import api_key_authenticate
 
 logger = logging.getLogger(__name__)
 

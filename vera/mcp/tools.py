@@ -32,16 +32,14 @@ from curation.domain.names import normalize_name
 from curation.domain.params import parse_related
 from curation.domain.validity import EVER_VALID
 from curation.models import Claim, Entity, EntityAlias
-from curation.services.proposals import ProposalRefused
+from curation.usecases import ProposalRefused
 from kernel.params import InvalidQuery
 from retrieval import usecases
 from retrieval.api.serializers import SearchResultSerializer
 from retrieval.domain.context import parse_context
 from retrieval.domain.query import Query, parse_query
 from retrieval.models import SearchHit, Snapshot
-from retrieval.services.context import pack_payload
-from retrieval.services.feedback import feedback_record
-from retrieval.services.snapshots import SnapshotRefused
+from retrieval.usecases import SnapshotRefused, pack_payload
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.limits import Budget
@@ -286,7 +284,9 @@ def feedback(principal: Principal, *, hit_id: int, helpful: bool) -> dict[str, A
     _charge(principal, Budget.WRITE)
     with _as(principal):
         try:
-            vote = feedback_record(hit_id=hit_id, helpful=helpful, user_id=principal.user_id)
+            vote = usecases.feedback_record(
+                hit_id=hit_id, helpful=helpful, user_id=principal.user_id
+            )
         except SearchHit.DoesNotExist:
             raise ToolError(f"No hit {hit_id} visible to you.") from None
     return {"hit_id": vote.hit_id, "claim_id": vote.claim_id, "helpful": vote.helpful}

@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 
 from common.errors import PermissionDenied
 from curation.models import CONNECTOR_KINDS
-from curation.services.sources import source_create
+from curation.usecases import source_create
 from tenants.commands import TenantCommand
 from tenants.domain.access import Principal
 

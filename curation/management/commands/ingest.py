@@ -12,10 +12,7 @@ from django.utils import timezone
 
 from common.commands import reporter_for
 from curation.models import Source
-from curation.services.backpressure import ingest_pressure
-from curation.services.ingest import IngestReport
-from curation.services.sources import source_update
-from curation.usecases import ingest_now
+from curation.usecases import IngestReport, ingest_now, ingest_pressure, source_update
 from kernel.progress import ProgressReporter
 from tenants import rls
 from tenants.selectors import principal_system

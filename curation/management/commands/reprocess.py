@@ -19,8 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from common.commands import reporter_for
 from curation.domain.sources import AGENT_KIND
 from curation.models import Reprocessing, Source
-from curation.services.reprocess import ReprocessRefused
-from curation.usecases import reprocess_begin, reprocess_now, reprocess_outdated
+from curation.usecases import ReprocessRefused, reprocess_begin, reprocess_now, reprocess_outdated
 from tenants import rls
 from tenants.selectors import principal_system
 

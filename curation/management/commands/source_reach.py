@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import PermissionDenied
 from curation.models import Source
-from curation.services.sources import source_reach_change
+from curation.usecases import source_reach_change
 from tenants import rls
 from tenants.selectors import principal_system
 

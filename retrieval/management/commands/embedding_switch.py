@@ -9,11 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from retrieval import usecases
 from retrieval.models import GroupEmbedding
-from retrieval.services.embedding import (
-    SwitchRefused,
-    catch_up_progress,
-    companion_missing,
-)
+from retrieval.usecases import SwitchRefused
 from tenants import rls
 from tenants.commands import checked_groups
 from tenants.selectors import principal_system
@@ -62,7 +58,7 @@ class Command(BaseCommand):
                         raise CommandError(f"{group_id}: {refused}") from None
                     self.stdout.write(switch.message)
                     while options["now"] and usecases.index_catch_up(group_id=group_id):
-                        left, total = catch_up_progress(group_id)
+                        left, total = usecases.catch_up_progress(group_id)
                         self.stdout.write(f"{group_id}: {total - left} of {total} on the model")
         self._list(catalog, groups)
 
@@ -71,14 +67,14 @@ class Command(BaseCommand):
         self.stdout.write(f"offered: {', '.join(catalog.choices())} (default {catalog.default})")
         with rls.tenant_context(principal_system("embedding_switch", group_ids=groups)):
             for pin in GroupEmbedding.objects.order_by("group_id"):
-                left, total = catch_up_progress(pin.group_id)
+                left, total = usecases.catch_up_progress(pin.group_id)
                 line = (
                     f"{pin.group_id}: {pin.provider or '?'} {pin.model} ({pin.dimension}), "
                     f"{total - left} of {total} documents on it"
                 )
                 if pin.companion in catalog.choices():
                     model = catalog.passage(pin.companion).model
-                    missing = companion_missing(pin.group_id, model).count()
+                    missing = usecases.companion_missing(pin.group_id, model).count()
                     line += f"; companion {pin.companion}: {total - missing} of {total}"
                 elif pin.companion:
                     line += f"; companion {pin.companion} (not offered)"

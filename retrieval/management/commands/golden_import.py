@@ -8,7 +8,8 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from retrieval.services.evaluation import InvalidGolden, golden_import_beir, golden_import_jsonl
+from retrieval import usecases
+from retrieval.usecases import InvalidGolden
 from tenants.commands import TenantCommand
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -44,9 +45,9 @@ class Command(TenantCommand):
         try:
             if options["jsonl"]:
                 with options["jsonl"].open(encoding="utf-8") as handle:
-                    report = golden_import_jsonl(group_id=group_id, lines=handle)
+                    report = usecases.golden_import_jsonl(group_id=group_id, lines=handle)
             else:
-                report = golden_import_beir(
+                report = usecases.golden_import_beir(
                     group_id=group_id, folder=options["beir"], split=options["split"],
                     limit=options["limit"],
                 )  # fmt: skip

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import NotFound
-from tenants.services.scopes import organisation_create
+from tenants.usecases import organisation_create
 
 
 class Command(BaseCommand):

@@ -30,17 +30,15 @@ from django.db import transaction
 from django.db.models import Count
 
 from curation.models import Claim, Source
-from curation.services.ingest import IngestReport
-from curation.services.sources import source_create, source_update
 from curation.tasks import process_outbox
-from curation.usecases import ingest_now
+from curation.usecases import IngestReport, ingest_now, source_create, source_update
 from retrieval.models import SearchDocument
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import Scope
 from tenants.selectors import principal_system
-from tenants.services.scopes import membership_grant, scope_create
+from tenants.usecases import membership_grant, scope_create
 
 DEMO_ORG = "Demo Organisation"
 DEMO_WORKSPACE = "Demo Workspace"
