@@ -130,7 +130,7 @@ def bench_workspace(org: str, name: str) -> tuple[Scope, Principal]:
     from tenants.domain.scopes import ScopeKind
     from tenants.models import Scope
     from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
+    from tenants.usecases import scope_create
 
     parent = Scope.objects.filter(kind=ScopeKind.ORGANISATION, name=org).first()
     parent = parent or scope_create(kind=ScopeKind.ORGANISATION, name=org)
@@ -149,7 +149,7 @@ def markdown_source(
 ) -> int:
     """A source of a folder kind (Markdown, or conversations) over `root` in the
     workspace, created through `source_create`; returns its id."""
-    from curation.services.sources import source_create
+    from curation.usecases import source_create
     from tenants import rls
 
     with rls.tenant_context(principal):
@@ -192,8 +192,7 @@ def workspace_viewer_key(workspace_pk: int, *, prefix: str) -> str:
     from tenants import rls
     from tenants.domain.scopes import Role
     from tenants.selectors import principal_for_user
-    from tenants.services.api_keys import api_key_issue
-    from tenants.services.scopes import membership_grant
+    from tenants.usecases import api_key_issue, membership_grant
 
     users = get_user_model().objects
     admin = users.create_user(username=f"{prefix}-admin")

@@ -111,15 +111,13 @@ def _companion(dataset: str, primary: str, companion: str) -> str:
     from django.db.models import F
 
     from retrieval.models import SearchDocument
-    from retrieval.services.embedding import embedding_companion
-    from retrieval.services.index import index_catch_up
+    from retrieval.usecases import embedding_companion, index_catch_up, offered_models
     from tenants import rls
     from tenants.models import Scope
     from tenants.selectors import principal_system
-    from vera import wiring
 
     group_id, _ = _ingest(dataset, primary)
-    catalog = wiring.embedder_catalog()
+    catalog = offered_models()
     cached: Any = catalog.passage(companion)  # the CachedEmbedder: its keys and its Redis
     donor = Scope.objects.filter(name=_workspace_name(dataset, companion)).first()
     if donor is not None:  # prime the cache with the companion's vectors of the same texts
@@ -136,10 +134,9 @@ def _companion(dataset: str, primary: str, companion: str) -> str:
     started = time.perf_counter()
     with rls.tenant_context(principal):
         embedding_companion(
-            actor=principal, group_id=group_id, provider=companion, catalog=catalog,
-            reason="bench.embedders",
-        )  # fmt: skip
-        while index_catch_up(group_id=group_id, catalog=catalog):
+            actor=principal, group_id=group_id, provider=companion, reason="bench.embedders"
+        )
+        while index_catch_up(group_id=group_id):
             pass
     print(
         f"{dataset}/{primary}+{companion}: second vectors in {time.perf_counter() - started:.0f} s"
@@ -156,7 +153,6 @@ def _evaluate(
     from django.utils import timezone
 
     from curation.models import Evidence
-    from retrieval import bootstrap
     from retrieval.domain import ranking
     from retrieval.domain.query import Query
     from retrieval.services.search import fuse, pipeline, stage1_lists
@@ -168,7 +164,6 @@ def _evaluate(
     rows = [json.loads(line) for line in (EVAL / folder / queries_file).open(encoding="utf-8")]
     queries = [q for q in rows if q["_id"] in qrels][:limit]
     embedder = embedder or wiring.query_embedder()
-    providers = bootstrap.providers()
     scores: dict[str, list[float]] = defaultdict(list)
     weakened = 0
     with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
@@ -192,7 +187,7 @@ def _evaluate(
                 # question, the relation asked), stage 1, the blend.
                 "search": [hit.claim_id for hit in pipeline.search(
                     query=query, now=timezone.now(), record=False, embedder=embedder,
-                    reranking=providers.reranking(), fusion=providers.fusion(),
+                    reranking=wiring.reranking(), fusion=wiring.fusion_weights(),
                 ).hits],
             }  # fmt: skip
             for name, ids in methods.items():

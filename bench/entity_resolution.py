@@ -171,7 +171,7 @@ def run(pairs: list[Pair], *, group: str, embedder: Any) -> Score:
     """Register every name_a (scored as it goes), then resolve each name_b and roll back."""
     from django.db import transaction
 
-    from curation.services.entities import entity_resolve
+    from curation.usecases import entity_resolve
 
     def resolve(name: str, entity_type: str) -> Any:
         return entity_resolve(group_id=group, name=name, entity_type=entity_type, embedder=embedder)
@@ -211,13 +211,13 @@ def _embedder(name: str) -> Any:
 
 
 def report(score: Score, *, pairs: int, embedder: str, seconds: float) -> None:
-    from curation.services import entities
+    from curation.usecases import FUZZY_CANDIDATE, FUZZY_LINK, SEMANTIC_CANDIDATE, SEMANTIC_LINK
 
     counts = score.counts
     print(f"pairs {pairs}  embedder {embedder}  judge none  {seconds:.1f} s")
     print(
-        f"thresholds: fuzzy link {entities.FUZZY_LINK}  candidate {entities.FUZZY_CANDIDATE}  "
-        f"semantic link {entities.SEMANTIC_LINK}  candidate {entities.SEMANTIC_CANDIDATE}"
+        f"thresholds: fuzzy link {FUZZY_LINK}  candidate {FUZZY_CANDIDATE}  "
+        f"semantic link {SEMANTIC_LINK}  candidate {SEMANTIC_CANDIDATE}"
     )
     print(f"tp {counts['tp']}  fp {counts['fp']}  fn {counts['fn']}  tn {counts['tn']}")
     print(f"precision {score.precision:.4f}  recall {score.recall:.4f}")
@@ -235,7 +235,7 @@ def main() -> int:
     from tenants import rls
     from tenants.domain.scopes import ScopeKind
     from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
+    from tenants.usecases import scope_create
 
     pairs = load_pairs()
     embedder = _embedder(args.embedder)

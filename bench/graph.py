@@ -9,7 +9,8 @@ Loads the synthetic operations corpus (bench/ops_corpus.py, as bench/search_late
 database (`vera_bench_graph`) and graph (`vera_bench_graph` in the test-profile
 FalkorDB), then prints:
 
-- full rebuild: `graph_rebuild` of the workspace from Postgres, seconds and edges/s;
+- full rebuild: `graph_replay` of the workspace from Postgres (what `graph_rebuild --group`
+  runs, its graph jobs paused meanwhile), seconds and edges/s;
 - projection through the outbox: `--outbox` claims re-enqueued as graph jobs and drained
   by `process_outbox` (batched UNWIND writes), edges/s;
 - `GET /api/v1/entities/{id}/related?hops=2` through gunicorn (2 workers x 4 threads)
@@ -60,7 +61,7 @@ def main() -> int:
 
     from bench.ops_corpus import Corpus
     from bench.ops_load import WORKSPACE, load
-    from curation import bootstrap
+    from curation.usecases import graph_projection
     from tenants.models import Scope
     from tenants.selectors import principal_system
 
@@ -71,7 +72,7 @@ def main() -> int:
         print(f"load             {args.claims} published claims in {took[0]:.1f} s", flush=True)
     group_id = workspace.group_id
     principal = principal_system("bench", group_ids=[group_id])
-    graph = bootstrap.providers().graph()
+    graph = graph_projection()
     if not (args.reuse and args.reads_only):
         _writes(graph, group_id, principal, args.outbox)
     _related(group_id, principal, args.requests)
@@ -84,15 +85,15 @@ def _writes(graph: GraphProjection, group_id: str, principal: Principal, outbox:
 
     from curation.domain.outbox import PROJECT_CLAIM, Consumer
     from curation.models import Claim, OutboxJob
-    from curation.services.projection import PROJECTED, graph_rebuild
     from curation.tasks import process_outbox
+    from curation.usecases import PROJECTED, graph_replay
     from tenants import rls
 
     graph.clear()
     with rls.tenant_context(principal):
         edges = Claim.objects.filter(status__in=PROJECTED).count()
-        with timed() as took:
-            graph_rebuild(graph=graph, group_ids=[group_id])
+    with timed() as took:  # as an operator's `graph_rebuild --group`: its jobs paused meanwhile
+        graph_replay(group_ids=[group_id])
     print(f"full rebuild     {edges} edges in {took[0]:.1f} s ({edges / took[0]:.0f} edges/s)")
 
     with rls.tenant_context(principal):

@@ -166,8 +166,7 @@ def main() -> int:
     setup_django(fresh=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     from curation.models import Claim
-    from curation.services.sources import source_create
-    from curation.usecases import ingest_now
+    from curation.usecases import ingest_now, source_create
     from tenants import rls
 
     rng = random.Random(args.seed)  # noqa: S311 - generated data, not a secret

@@ -408,7 +408,8 @@ def end_to_end(args: argparse.Namespace) -> None:
     from curation.models import Claim, OutboxJob
     from retrieval.adapters.embedders.minilm import MiniLMEmbedder
     from retrieval.models import SearchDocument
-    from retrieval.services.index import INDEXED_STATUSES, document_text
+    from retrieval.services.index import document_text
+    from retrieval.usecases import INDEXED_STATUSES
     from tenants import rls
     from tenants.selectors import principal_system
     from vera import wiring

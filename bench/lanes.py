@@ -68,9 +68,8 @@ def main() -> int:
     from curation.domain.outbox import Consumer, Priority
     from curation.domain.tiers import ClaimStatus
     from curation.models import Claim, Episode, OutboxJob
-    from curation.services import review
     from curation.tasks import ingest_source
-    from curation.usecases import ingest_now
+    from curation.usecases import ingest_now, review_approve
     from retrieval.models import SearchDocument
     from tenants import rls
 
@@ -119,7 +118,7 @@ def main() -> int:
                     consumer=Consumer.INDEX, status="pending", priority=Priority.BULK
                 ).count()
                 decided = time.monotonic()
-                review.review_approve(actor=principal, claim_id=claim_id, version=version)
+                review_approve(actor=principal, claim_id=claim_id, version=version)
             while time.monotonic() - decided < 120:
                 with rls.tenant_context(principal):
                     if SearchDocument.objects.filter(

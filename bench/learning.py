@@ -115,11 +115,10 @@ def vote(
     """Search each claim (logged) and vote on its top 10; (helpful, unhelpful) votes given."""
     from django.utils import timezone
 
-    from retrieval import bootstrap
     from retrieval.domain.query import Query
-    from retrieval.services.feedback import feedback_record
+    from retrieval.usecases import feedback_record, live_search
 
-    search = bootstrap.search()
+    search = live_search()
     helpful = unhelpful = 0
     for q in queries:
         result = search(query=Query(text=q["text"], k=10), now=timezone.now(), record=True)
@@ -135,14 +134,14 @@ def vote(
 
 def stage1_direct(group_id: str, doc_of: dict[int, tuple[str, ...]]) -> dict[str, float]:
     """The golden set scored on the fused RRF order itself (stage 1, no blend): the check."""
-    from retrieval import bootstrap
     from retrieval.domain import ranking
     from retrieval.domain.evaluation import Expectation, ScoredHit, mean_scores, score
     from retrieval.domain.query import Query
     from retrieval.models import GoldenQuery
     from retrieval.services.search import stage1
+    from retrieval.usecases import configured_embedder
 
-    embedder = bootstrap.providers().embedder()
+    embedder = configured_embedder()
     scores = []
     for golden in GoldenQuery.objects.filter(group_id=group_id, enabled=True).order_by("key"):
         rankings = stage1(Query(text=golden.text, k=10), embedder=embedder)
@@ -173,8 +172,7 @@ def calibrate(principal: Any, group_id: str, min_samples: int, rate: float = 1.0
     from django.utils import timezone
 
     from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS
-    from retrieval.services.calibration import calibration_run
-    from retrieval.services.weights import weights_of
+    from retrieval.usecases import calibration_run, weights_of
 
     started = time.perf_counter()
     run = calibration_run(
@@ -205,7 +203,7 @@ def weight_sets(group_id: str, candidate: Any) -> list[tuple[str, int | None]]:
     """
     from retrieval.domain.ranking import SIGNALS, Weights
     from retrieval.models import WeightSet
-    from retrieval.services.weights import weight_set_create
+    from retrieval.usecases import weight_set_create
 
     def manual(**weights: float) -> WeightSet:
         return weight_set_create(
@@ -231,17 +229,15 @@ def evaluate(principal: Any, group_id: str, chosen: list[tuple[str, int | None]]
     """One golden-set evaluation per weight set, printed as a row each."""
     from django.utils import timezone
 
-    from retrieval import bootstrap
-    from retrieval.services.evaluation import evaluation_run
+    from retrieval.usecases import evaluation_run
 
     heading = " ".join(f"{metric:>8}" for metric in METRICS)
     print(f"{'weights':<42} {heading}    time  latency p50/p95")
     for name, weight_set_id in chosen:
         started = time.perf_counter()
         run = evaluation_run(
-            actor=principal, group_id=group_id, search=bootstrap.search(),
-            now=timezone.now(),
-            trigger="bench", weight_set_id=weight_set_id,
+            actor=principal, group_id=group_id, now=timezone.now(), trigger="bench",
+            weight_set_id=weight_set_id,
         )  # fmt: skip
         values = {metric: getattr(run, metric) for metric in METRICS}
         latency = f"{run.latency_p50_ms:.0f}/{run.latency_p95_ms:.0f} ms"
@@ -251,7 +247,7 @@ def evaluate(principal: Any, group_id: str, chosen: list[tuple[str, int | None]]
 def activation(principal: Any, candidate: Any) -> str:
     """What the product does with the candidate: activate it unless the golden set (here
     the held-out half) scores it below what ranks now, the nightly job's rule."""
-    from retrieval.services.weights import NeedsConfirmation, weight_set_activate
+    from retrieval.usecases import NeedsConfirmation, weight_set_activate
 
     try:
         return str(weight_set_activate(actor=principal, weight_set_id=candidate.pk).message)
@@ -261,7 +257,7 @@ def activation(principal: Any, candidate: Any) -> str:
 
 def learn(group_id: str, args: argparse.Namespace) -> None:
     """Votes, calibration and the evaluations, printed as they finish."""
-    from retrieval.services.evaluation import golden_import_beir
+    from retrieval.usecases import golden_import_beir
     from tenants import rls
     from tenants.selectors import principal_system
 
@@ -315,8 +311,8 @@ def main() -> int:
     setup_django(fresh=not args.reuse)
     from django.db import transaction
 
-    from retrieval import bootstrap
     from retrieval.models import GroupEmbedding
+    from retrieval.usecases import configured_embedder
     from tenants import rls
     from tenants.selectors import principal_system
 
@@ -326,7 +322,7 @@ def main() -> int:
     else:
         group_id, seconds = ingest_scifact()
         print(f"ingest + index   {seconds:.0f} s")
-    embedder = bootstrap.providers().embedder()
+    embedder = configured_embedder()
     with rls.tenant_context(principal_system("bench-learning", group_ids=[group_id])):
         pin = GroupEmbedding.objects.get(group_id=group_id)
     if (pin.model, pin.dimension) != (embedder.model, embedder.dimension):

@@ -107,8 +107,7 @@ def _queries(folder: str, qrels_file: str, limit: int) -> tuple[list[dict], dict
 def _workspace(dataset: str, *, reindex: bool) -> tuple[str, float]:
     """The workspace holding `dataset`, ingested when missing, else re-indexed if asked."""
     from curation.usecases import ingest_now
-    from retrieval import bootstrap
-    from retrieval.services.index import index_rebuild
+    from retrieval.usecases import index_rebuild
     from tenants import rls
     from tenants.models import Scope
     from tenants.selectors import principal_system
@@ -119,7 +118,7 @@ def _workspace(dataset: str, *, reindex: bool) -> tuple[str, float]:
     if existing is not None:
         if reindex:
             with rls.tenant_context(principal_system("bench", group_ids=[existing.group_id])):
-                index_rebuild(embedder=bootstrap.providers().embedder())
+                index_rebuild()
         return existing.group_id, time.perf_counter() - started
     folder = Path(tempfile.gettempdir()) / f"vera-bench-lexical-{dataset}"
     folder.mkdir(exist_ok=True)

@@ -317,9 +317,9 @@ def _drained(principal: Any, sources: list[int], docs: int, cap_s: float) -> tup
 
 def _check(ledger: Ledger, principal: Any) -> tuple[list[str], int]:
     """The report's lines, and how many decisions or votes were lost or left half done."""
-    from curation import bootstrap
     from curation.domain.tiers import ClaimStatus
     from curation.models import Claim, OutboxJob
+    from curation.usecases import graph_projection
     from retrieval.models import Feedback, SearchDocument
     from tenants import rls
     from tenants.models import AuditEvent
@@ -363,7 +363,7 @@ def _check(ledger: Ledger, principal: Any) -> tuple[list[str], int]:
         )
         if not (untouched or applied):
             half.append(f"#{claim_id} {action}: {status.get(claim_id)}")
-    graph = bootstrap.providers().graph().count_claims()
+    graph = graph_projection().count_claims()
     unique_votes = len(set(ledger.votes))
     votes_lost = max(0, unique_votes - votes)
     return [
@@ -432,8 +432,7 @@ def _people(workspace_pk: int, clients: int) -> list[tuple[str, str]]:
     from tenants import rls
     from tenants.domain.scopes import Role
     from tenants.selectors import principal_for_user
-    from tenants.services.api_keys import api_key_issue
-    from tenants.services.scopes import membership_grant
+    from tenants.usecases import api_key_issue, membership_grant
 
     users = get_user_model().objects
     admin = users.create_user(username="load-admin")
@@ -486,7 +485,7 @@ class Stage:
     sources: list[int] = dataclasses.field(default_factory=list)
 
     def source(self, name: str, folder: Path, tier: int) -> int:
-        from curation.services.sources import source_create
+        from curation.usecases import source_create
         from tenants import rls
 
         with rls.tenant_context(self.principal):
@@ -603,7 +602,7 @@ def _scenario(args: argparse.Namespace, work: Path, graph: GraphServer) -> int:
     app.conf.broker_url = app.conf.result_backend = broker
     from tenants.domain.scopes import ScopeKind
     from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
+    from tenants.usecases import scope_create
 
     org = scope_create(kind=ScopeKind.ORGANISATION, name="Load Org")
     workspace = scope_create(kind=ScopeKind.WORKSPACE, name="Load WS", parent_id=org.pk)

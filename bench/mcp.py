@@ -136,11 +136,9 @@ def main() -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     from bench.ops_load import ensure_loaded, viewer_key
-    from retrieval import bootstrap
+    from retrieval.usecases import configured_embedder
 
-    corpus = ensure_loaded(
-        claims=args.claims, reuse=args.reuse, embedder=bootstrap.providers().embedder()
-    )
+    corpus = ensure_loaded(claims=args.claims, reuse=args.reuse, embedder=configured_embedder())
     key = viewer_key()
     questions = corpus.questions(seed=29)[: args.requests]
     logs = Path(tempfile.gettempdir())

@@ -19,8 +19,9 @@ Each question (those with evidence; categories 1 multi-hop, 2 temporal, 3 open-d
 - VERA pack @B: `context_pack` exactly as the REST context endpoint builds it (the
   bound search, not recorded, the pure assembler), not kept, within B = 500, 1000, 2000
   tokens;
-- VERA search R@5 / R@10 / R@40: `pipeline.search` (not recorded) and the index texts
-  of the top 5 / 10 / 40 hits' claims (40: the hits a pack of 1,000 tokens reads);
+- VERA search R@5 / R@10 / R@40: the live search (`live_search`, not recorded) and the
+  index texts of the top 5 / 10 / 40 hits' claims (40: the hits a pack of 1,000 tokens
+  reads);
 - baselines over single turns ("Speaker: text"): Okapi BM25 (k1 0.9, b 0.4), dense
   MiniLM cosine (the project's own passage/query embedders) and RRF (k 60) of both, each
   filling the budget greedily in rank order (a turn that does not fit is skipped, the
@@ -308,20 +309,17 @@ def evaluate(
     import numpy as np
     from django.utils import timezone
 
-    from retrieval import bootstrap
+    from retrieval.domain.context import ContextRequest
     from retrieval.domain.query import Query
     from retrieval.models import SearchDocument
-    from retrieval.services.context import context_pack
-    from retrieval.services.search import pipeline
+    from retrieval.usecases import context_pack, live_search, tokenizer
     from tenants import rls
     from tenants.selectors import principal_system
     from vera import wiring
 
-    providers = bootstrap.providers()
-    packing = bootstrap.packing()
-    count = packing.tokenizer.count
-    seam = {"embedder": providers.embedders(), "reranking": providers.reranking(),
-            "fusion": providers.fusion()}  # fmt: skip
+    count = tokenizer().count
+    search = live_search()
+    principal = principal_system("bench", group_ids=[group_id])
     turns = conversation.turns
     position = {turn.dia_id: index for index, turn in enumerate(turns)}
     text_of = {turn.dia_id: turn.text for turn in turns}
@@ -332,25 +330,22 @@ def evaluate(
     passages /= np.linalg.norm(passages, axis=1, keepdims=True) + 1e-12
     query_embedder = wiring.query_embedder()
 
-    with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
+    with rls.tenant_context(principal):
         documents = dict(SearchDocument.objects.values_list("claim_id", "text"))
         for question in questions:
             now = timezone.now()
             for budget in BUDGETS:
-                served = context_pack(
-                    query=Query(text=question.text), token_budget=budget, user_id=None, now=now,
-                    packing=packing, keep=False,
-                )  # fmt: skip
+                wanted = ContextRequest(query=Query(text=question.text), token_budget=budget)
+                served = context_pack(principal, wanted, now=now, keep=False)
                 hay = Haystack(served.pack.text)
                 column = f"pack@{budget}"
                 scores.recall[column].append(
                     (question.category, recall(question, found_in(hay, text_of)))
                 )
                 scores.tokens[column].append(served.pack.tokens)
-            result = pipeline.search(
-                query=Query(text=question.text, k=max(SEARCH_CUTOFFS)), now=now, record=False,
-                **seam,
-            )  # fmt: skip
+            result = search(
+                query=Query(text=question.text, k=max(SEARCH_CUTOFFS)), now=now, record=False
+            )
             for k in SEARCH_CUTOFFS:
                 hits = "\n".join(documents.get(h.claim_id, "") for h in result.hits[:k])
                 hay = Haystack(hits)
@@ -410,7 +405,7 @@ def main() -> int:
     if args.conversations:
         conversations = conversations[: args.conversations]
     setup_django(fresh=not args.reuse)
-    from retrieval import bootstrap
+    from retrieval.usecases import tokenizer
 
     started = time.perf_counter()
     workspaces = [ingest(c, reuse=args.reuse) for c in conversations]
@@ -432,7 +427,7 @@ def main() -> int:
     asked = len(scores.recall[columns()[0]])
     print(f"\n{len(conversations)} conversations, {asked} questions "
           f"({skipped} without evidence skipped), tokenizer "
-          f"{bootstrap.packing().tokenizer.name}, questions took "
+          f"{tokenizer().name}, questions took "
           f"{time.perf_counter() - asked_started:.0f} s\n")  # fmt: skip
     print("evidence recall (share of evidence turns inside what each system returned)")
     print(table(scores))

@@ -25,16 +25,15 @@ from bench.ops_corpus import SOURCES, Corpus, Fact, episode_url
 from curation.domain.tiers import AUTHORITY, ClaimStatus, Tier, Verification
 from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
 from curation.ports import Embedder
-from curation.services.lifecycle import claims_load
+from curation.usecases import claims_load
 from retrieval.models import GroupEmbedding, SearchDocument, Snapshot
-from retrieval.services.index import INDEXED_STATUSES, index_claims
+from retrieval.usecases import INDEXED_STATUSES, index_claims, snapshot_build, snapshot_take
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role, ScopeKind
 from tenants.models import Scope
 from tenants.selectors import principal_for_user, principal_system
-from tenants.services.api_keys import api_key_issue
-from tenants.services.scopes import membership_grant, scope_create
+from tenants.usecases import api_key_issue, membership_grant, scope_create
 
 WORKSPACE = "Latency WS"
 CHUNK = 4000
@@ -193,9 +192,6 @@ def loaded_state(*, workspace: Scope) -> LoadedState:
 def sealed_snapshot(*, reuse: bool) -> int:
     """A sealed knowledge snapshot of the loaded workspace, holding every index document:
     the newest such one with `reuse`, else one taken and built now (timed)."""
-    from retrieval import bootstrap
-    from retrieval.services.snapshots import Pinning, snapshot_build, snapshot_take
-
     workspace = Scope.objects.get(name=WORKSPACE)
     principal = principal_system("bench", group_ids=[workspace.group_id])
     with rls.tenant_context(principal):
@@ -207,12 +203,8 @@ def sealed_snapshot(*, reuse: bool) -> int:
                 ):
                     return snapshot.pk
         taken = snapshot_take(actor=principal, group_id=workspace.group_id, name="bench")
-    providers = bootstrap.providers()
-    pinning = Pinning(
-        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
-    )
     started = time.perf_counter()
-    built = snapshot_build(taken.pk, actor=principal, pinning=pinning)
+    built = snapshot_build(taken.pk, actor=principal)
     if built is None:
         raise SystemExit(f"snapshot {taken.pk} was not built")
     analyze()  # the snapshot's rows, for the planner, as autovacuum would a little later

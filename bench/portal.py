@@ -39,7 +39,7 @@ def main() -> int:
     from tenants import rls
     from tenants.domain.scopes import Role, ScopeKind
     from tenants.selectors import principal_for_user
-    from tenants.services.scopes import membership_grant, scope_create
+    from tenants.usecases import membership_grant, scope_create
     from tests.support.bulk_claims import make_pending
 
     org = scope_create(kind=ScopeKind.ORGANISATION, name="Portal Org")

@@ -234,7 +234,7 @@ def ingest_domain(domain: Domain, condition: str, *, reuse: bool) -> Workspace:
     """A workspace holding the domain's export (a tier-1 CMDB source with its mapping),
     indexed; with condition "ontology", the admin's ontology entries written first."""
     from curation.domain.ontology import PredicateSense
-    from curation.services.ontology import ontology_predicate_set
+    from curation.usecases import ontology_predicate_set
     from tenants import rls
     from tenants.selectors import principal_system
 
@@ -271,13 +271,12 @@ def _existing(name: str) -> str | None:
 def _ingest(name: str, sources: list[dict[str, Any]], *, before: Any = None) -> tuple[str, float]:
     """A new organisation and workspace `name` with these sources, ingested in order and
     indexed; its group id and the seconds it took."""
-    from curation.services.sources import source_create
     from curation.tasks import process_outbox
-    from curation.usecases import ingest_now
+    from curation.usecases import ingest_now, source_create
     from tenants import rls
     from tenants.domain.scopes import ScopeKind
     from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
+    from tenants.usecases import scope_create
 
     org = scope_create(kind=ScopeKind.ORGANISATION, name=f"{name} Org")
     workspace = scope_create(kind=ScopeKind.WORKSPACE, name=name, parent_id=org.pk)
@@ -349,29 +348,26 @@ def ask(
     `baselines`, VERA alone."""
     from django.utils import timezone
 
-    from retrieval import bootstrap
     from retrieval.domain.query import Query
-    from retrieval.services.search import pipeline
+    from retrieval.services.search.pipeline import stage1_lists
+    from retrieval.usecases import live_search, offered_models
     from tenants import rls
     from tenants.selectors import principal_system
 
-    providers = bootstrap.providers()
-    seam = {"embedder": providers.embedders(), "reranking": providers.reranking(),
-            "fusion": providers.fusion()}  # fmt: skip
+    search, catalog = live_search(), offered_models()
     ranks: dict[str, list[int]] = {system: [] for system in SYSTEMS}
     latencies: list[float] = []
     with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
         facts = claim_facts({q.predicate for q in asked})
-        pipeline.search(query=Query(text="warm up", k=CUTOFF), now=timezone.now(),
-                        record=False, **seam)  # fmt: skip
+        search(query=Query(text="warm up", k=CUTOFF), now=timezone.now(), record=False)
         for question in asked:
             query = Query(text=question.text, k=CUTOFF)
             started = time.perf_counter()
-            result = pipeline.search(query=query, now=timezone.now(), record=False, **seam)
+            result = search(query=query, now=timezone.now(), record=False)
             latencies.append((time.perf_counter() - started) * 1000)
             ranks["VERA"].append(rank_of_first([h.claim_id for h in result.hits], facts, question))
             if baselines:
-                lists = pipeline.stage1_lists(query, embedder=seam["embedder"]).rankings
+                lists = stage1_lists(query, embedder=catalog).rankings
                 for system, ids in (
                     ("BM25", lists["fulltext"]),
                     ("dense", lists.get("vector", [])),

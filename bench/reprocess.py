@@ -36,17 +36,14 @@ def main() -> int:
     args = parser.parse_args()
     setup_django()
 
-    from curation import bootstrap
     from curation.domain.extraction.rules import RuleBasedExtractor
     from curation.models import Claim, Episode, EpisodeStatus
-    from curation.services.ingest import ReadAdapters
-    from curation.services.reprocess import reprocess_run, reprocess_start
-    from curation.services.sources import source_create
-    from curation.usecases import ingest_now
+    from curation.ports import Extractor
+    from curation.usecases import ingest_now, reprocess_begin, reprocess_now, source_create
     from tenants import rls
     from tenants.domain.scopes import ScopeKind
     from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
+    from tenants.usecases import scope_create
 
     corpus = Path(tempfile.gettempdir()) / "vera-bench-reprocess"
     total = write_corpus(corpus, docs=args.docs, scifact_only=True)
@@ -63,30 +60,29 @@ def main() -> int:
     print(f"documents        {total}")
     print(f"ingested         {cold[0]:.1f} s  {report.new / cold[0]:.1f} documents/s")
 
-    today = bootstrap.providers().read_adapters_for(source)
-    changed = ReadAdapters(
-        store=today.store, extractors=[RuleBasedExtractor(max_passage_chars=400)],
-        embedder=today.embedder, equivalence=today.equivalence,
-        contradiction=today.contradiction,
-    )  # fmt: skip
+    # The source's extractors of today (None), or changed rules: shorter passages.
+    changed: list[Extractor] = [RuleBasedExtractor(max_passage_chars=400)]
 
-    def run(label: str, adapters: ReadAdapters, *, everything: bool = False) -> dict[str, int]:
+    def run(
+        label: str, extractors: list[Extractor] | None, *, everything: bool = False
+    ) -> dict[str, int]:
         with rls.tenant_context(principal):
-            started = reprocess_start(
-                actor=principal, source_id=source.pk, adapters=adapters, everything=everything
+            started = reprocess_begin(
+                actor=principal, source=source, everything=everything, extractors=extractors
             )
         with timed() as took:
-            done = reprocess_run(
-                run_id=started.pk, actor=principal, adapters=adapters, batch=args.batch
-            )
+            done = reprocess_now(
+                run_id=started.pk, group_id=workspace.group_id, batch=args.batch,
+                extractors=extractors,
+            )  # fmt: skip
         counts = {k: v for k, v in done.counts.items() if isinstance(v, int)}
         documents = counts.get("documents", 0)
         rate = documents / took[0] if took[0] else 0.0
         print(f"{label:16} {took[0]:.1f} s  {rate:.1f} documents/s  {done.status}  {counts}")
         return counts
 
-    nothing = run("up to date", today)
-    same = run("everything", today, everything=True)
+    nothing = run("up to date", None)
+    same = run("everything", None, everything=True)
     new = run("changed rules", changed)
     again = run("changed, again", changed)
     with rls.tenant_context(principal):

@@ -60,23 +60,13 @@ def _documents(folder: Path, claims: int) -> list[str]:
 
 def _snapshot(group_id: str, principal: Principal) -> Snapshot:
     """Take and build a snapshot of the workspace; print the build and a verification."""
-    from retrieval import bootstrap as retrieval_bootstrap
-    from retrieval.services.snapshots import (
-        Pinning,
-        snapshot_build,
-        snapshot_take,
-        snapshot_verify,
-    )
+    from retrieval.usecases import snapshot_build, snapshot_take, snapshot_verify
     from tenants import rls
 
-    providers = retrieval_bootstrap.providers()
-    pinning = Pinning(
-        catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
-    )
     with rls.tenant_context(principal):
         taken = snapshot_take(actor=principal, group_id=group_id, name="bench")
     with timed() as took:
-        built = snapshot_build(taken.pk, actor=principal, pinning=pinning)
+        built = snapshot_build(taken.pk, actor=principal)
     assert built is not None  # noqa: S101 - a bench's precondition
     print(f"snapshot          built and sealed in {took[0]:.2f} s: {built.counts}")
     with timed() as took, rls.tenant_context(principal):
@@ -96,15 +86,13 @@ def main() -> int:
     setup_django(fresh=True)
     from django.utils import timezone
 
-    from curation import bootstrap
     from curation.models import Claim
-    from curation.services.retraction import source_retract
-    from curation.usecases import ingest_now
-    from retrieval import bootstrap as retrieval_bootstrap
+    from curation.usecases import graph_projection, ingest_now, source_retract
     from retrieval.domain.query import Query
+    from retrieval.usecases import live_search
     from tenants import rls
 
-    bootstrap.providers().graph().clear()
+    graph_projection().clear()
     folder = Path(tempfile.mkdtemp(prefix="vera-bench-retraction-"))
     services = _documents(folder, args.claims)
     workspace, principal = bench_workspace("Retraction Org", "Retraction WS")
@@ -124,7 +112,7 @@ def main() -> int:
         """How many sampled services search still finds a fact of."""
         hits = 0
         with rls.tenant_context(principal):
-            search = retrieval_bootstrap.search()
+            search = live_search()
             for service in sample:
                 result = search(query=Query(text=f"{service} runs on", k=5, as_of=as_of),
                                 now=timezone.now())  # fmt: skip
@@ -136,18 +124,16 @@ def main() -> int:
 
     def found_in_snapshot() -> int:
         """How many sampled services the snapshot finds a fact of (and the p50 ms)."""
-        from retrieval.services.snapshots import snapshot_search
+        from retrieval.usecases import snapshot_search
 
         hits, ms = 0, []
-        providers_ = retrieval_bootstrap.providers()
         with rls.tenant_context(principal):
             snapshot.refresh_from_db()
             for service in sample:
                 with timed() as one:
                     result = snapshot_search(
-                        snapshot=snapshot, query=Query(text=f"{service} runs on", k=5),
-                        catalog=providers_.embedders(), reranking=providers_.reranking(),
-                    )  # fmt: skip
+                        snapshot=snapshot, query=Query(text=f"{service} runs on", k=5)
+                    )
                 ms.append(one[0] * 1000)
                 hits += bool(result.hits)
         print(f"snapshot search   p50 {statistics.median(ms):.1f} ms, p95 "
@@ -175,36 +161,29 @@ def main() -> int:
         f"projection        {jobs} outbox jobs (index and graph) drained in {took[0]:.1f} s "
         f"({jobs / took[0]:.0f} jobs/s)"
     )
-    edges = bootstrap.providers().graph().dump(group_id).edges
+    edges = graph_projection().dump(group_id).edges
     print(f"after             graph edges of the group: {len(edges)}")
     print(f"after             search finds {found()} of {len(sample)} now, "
           f"{found(before)} as of before the retraction")  # fmt: skip
     print(f"after             the snapshot still finds {found_in_snapshot()} of {len(sample)}")
 
     # Then the same source erased: Postgres in one transaction, the cleanup after it.
-    from retrieval.services.erasure import erase, erasure_cleanup_now, erasure_scan
+    from retrieval.usecases import erase, erasure_cleanup_at_once, erasure_verify
 
-    catalog = retrieval_bootstrap.providers().embedders()
-    providers = bootstrap.providers()
     with timed() as took, rls.tenant_context(principal):
         tombstone = erase(
-            actor=principal, kind="source", target_id=source_id, reason="bench",
-            confirm=True, catalog=catalog,
-        )  # fmt: skip
-    print(f"erasure           {tombstone.counts} in {took[0]:.2f} s (Postgres, one transaction)")
-    with timed() as took, rls.tenant_context(principal):
-        erasure_cleanup_now(
-            tombstone, graph=providers.graph(), store=providers.object_store(), catalog=catalog
+            actor=principal, kind="source", target_id=source_id, reason="bench", confirm=True
         )
+    print(f"erasure           {tombstone.counts} in {took[0]:.2f} s (Postgres, one transaction)")
+    with timed() as took:
+        erasure_cleanup_at_once(tombstone.pk, group_id)
     print(f"cleanup           graph, raw bytes and caches in {took[0]:.2f} s")
     with rls.tenant_context(principal):
         snapshot.refresh_from_db()
     print(f"snapshot          {snapshot.status}, {snapshot.counts}; finds "
           f"{found_in_snapshot()} of {len(sample)}; notes: {snapshot.notes.strip()}")  # fmt: skip
     with timed() as took, rls.tenant_context(principal):
-        residue = erasure_scan(
-            tombstone, graph=providers.graph(), store=providers.object_store(), catalog=catalog
-        )
+        residue = erasure_verify(tombstone)
     print(f"residual scan     {'nothing found' if residue.clean else residue.found} "
           f"in {took[0]:.2f} s")  # fmt: skip
     return 0

@@ -74,8 +74,7 @@ def ingest_scifact() -> tuple[str, float]:
 
 def reuse_scifact(*, reindex: bool) -> tuple[str, float]:
     """The group of an earlier run's corpus, re-indexed when asked; (group id, seconds)."""
-    from retrieval import bootstrap
-    from retrieval.services.index import index_rebuild
+    from retrieval.usecases import index_rebuild
     from tenants import rls
     from tenants.models import Scope
     from tenants.selectors import principal_system
@@ -84,7 +83,7 @@ def reuse_scifact(*, reindex: bool) -> tuple[str, float]:
     started = time.perf_counter()
     if reindex:
         with rls.tenant_context(principal_system("bench", group_ids=[group_id])):
-            count = index_rebuild(embedder=bootstrap.providers().embedder())
+            count = index_rebuild()
         print(f"re-indexed       {count} claims")
     return group_id, time.perf_counter() - started
 
@@ -106,11 +105,11 @@ def main() -> int:
     from django.utils import timezone
 
     from curation.models import Evidence
-    from retrieval import bootstrap
     from retrieval.domain import ranking
     from retrieval.domain.query import Query
     from retrieval.services.search import search, stage1
     from retrieval.services.search import sql as search_service
+    from retrieval.usecases import configured_embedder
     from tenants import rls
     from tenants.selectors import principal_system
 
@@ -128,7 +127,7 @@ def main() -> int:
             qrels[row["query-id"]].add(row["corpus-id"])
     queries = [json.loads(line) for line in (EVAL / "queries.jsonl").open(encoding="utf-8")]
     queries = [q for q in queries if q["_id"] in qrels][: args.queries]
-    embedder = bootstrap.providers().embedder()
+    embedder = configured_embedder()
     principal = principal_system("bench", group_ids=[group_id])
     scores: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     with rls.tenant_context(principal):

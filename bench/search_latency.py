@@ -341,9 +341,9 @@ def main() -> int:
     setup_django(fresh=not args.reuse)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
     from bench.ops_load import ensure_loaded, sealed_snapshot, viewer_key
-    from retrieval import bootstrap
+    from retrieval.usecases import configured_embedder
 
-    embedder = bootstrap.providers().embedder()
+    embedder = configured_embedder()
     corpus = ensure_loaded(claims=args.claims, reuse=args.reuse, embedder=embedder)
     key = viewer_key()
     snapshot = sealed_snapshot(reuse=args.reuse) if args.snapshot_requests else None

@@ -67,8 +67,7 @@ def main() -> int:
     setup_django(fresh=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     from curation.models import Claim
-    from curation.services.retraction import claim_retract
-    from curation.usecases import ingest_now
+    from curation.usecases import claim_retract, ingest_now
     from tenants import rls
 
     folder = Path(tempfile.mkdtemp(prefix="vera-bench-staleness-"))

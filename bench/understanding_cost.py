@@ -43,13 +43,12 @@ SEED = 7
 
 def _small_tenant() -> tuple[str, Estate]:
     """The small workspace (made and ingested unless it exists): its group id, its estate."""
-    from curation.services.sources import source_create
-    from curation.usecases import ingest_now
+    from curation.usecases import ingest_now, source_create
     from tenants import rls
     from tenants.domain.scopes import ScopeKind
     from tenants.models import Scope
     from tenants.selectors import principal_system
-    from tenants.services.scopes import scope_create
+    from tenants.usecases import scope_create
 
     estate = Estate.generate(services=SERVICES, seed=SEED)
     found = Scope.objects.filter(name=WORKSPACE, kind=ScopeKind.WORKSPACE).first()

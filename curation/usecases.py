@@ -16,6 +16,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -32,10 +33,12 @@ from curation.domain.params import RelatedQuery
 from curation.domain.proposals import ProposalRefused as ProposalRefused
 from curation.domain.sources import AGENT_KIND
 from curation.models import Claim, Entity, Episode, MergeCandidate, Reprocessing, Source
+from curation.ports import Embedder, Extractor, GraphProjection
 from curation.selectors import DocumentCard, RelatedPath, outbox_due_groups
 from curation.services import (
     backpressure,
     entities,
+    lifecycle,
     ontology,
     outbox,
     proposals,
@@ -44,10 +47,16 @@ from curation.services import (
     review,
     sources,
 )
+from curation.services.entities import FUZZY_CANDIDATE as FUZZY_CANDIDATE
+from curation.services.entities import FUZZY_LINK as FUZZY_LINK
+from curation.services.entities import SEMANTIC_CANDIDATE as SEMANTIC_CANDIDATE
+from curation.services.entities import SEMANTIC_LINK as SEMANTIC_LINK
+from curation.services.entities import Resolution as Resolution
 from curation.services.ingest import IngestReport as IngestReport
-from curation.services.ingest import source_ingest, source_run_finished
+from curation.services.ingest import ReadAdapters, source_ingest, source_run_finished
 from curation.services.lifecycle import RETRACTABLE as RETRACTABLE
 from curation.services.outbox import BATCH_WRITE, outbox_process
+from curation.services.projection import PROJECTED as PROJECTED
 from curation.services.projection import graph_rebuild, graph_rebuild_live
 from curation.services.reprocess import ReprocessRefused as ReprocessRefused
 from curation.services.retraction import Reinstatement as Reinstatement
@@ -185,11 +194,17 @@ def source_reach_change(
 
 
 def reprocess_begin(
-    *, actor: Principal, source: Source, everything: bool = False, reason: str = ""
+    *,
+    actor: Principal,
+    source: Source,
+    everything: bool = False,
+    reason: str = "",
+    extractors: Sequence[Extractor] | None = None,
 ) -> Reprocessing:
-    """`reprocess_start` with the source's extractors of today (call in a tenant context)."""
+    """`reprocess_start` with the source's extractors of today, or the `extractors` given
+    (a benchmark's changed rules), call in a tenant context."""
     # The agents' source has no extractors: the service refuses it, after its role check.
-    adapters = bootstrap.providers().read_adapters_for(source)
+    adapters = _read_adapters(source, extractors)
     return reprocess.reprocess_start(
         actor=actor, source_id=source.pk, adapters=adapters, everything=everything, reason=reason
     )
@@ -201,17 +216,25 @@ def reprocess_now(
     group_id: str,
     on_batch: reprocess.BatchCallback | None = None,
     batch: int = reprocess.BATCH,
+    extractors: Sequence[Extractor] | None = None,
 ) -> Reprocessing:
     """Work one reprocessing run to its end in this process (the task's body, the
-    `reprocess` command's and the benchmark's), reading through today's extractors."""
+    `reprocess` command's and the benchmark's), reading through today's extractors (or
+    the `extractors` given, as `reprocess_begin`)."""
     principal = principal_system("reprocess", group_ids=[group_id])
     with rls.tenant_context(principal):
         run = Reprocessing.objects.select_related("source").get(pk=run_id)
-        adapters = bootstrap.providers().read_adapters_for(run.source)
+        adapters = _read_adapters(run.source, extractors)
     # Outside the context: each batch commits in a tenant context of its own.
     return reprocess.reprocess_run(
         run_id=run_id, actor=principal, adapters=adapters, batch=batch, on_batch=on_batch
     )
+
+
+def _read_adapters(source: Source, extractors: Sequence[Extractor] | None) -> ReadAdapters:
+    """The source's read adapters of today, with other extractors when some are given."""
+    adapters = bootstrap.providers().read_adapters_for(source)
+    return adapters if extractors is None else replace(adapters, extractors=list(extractors))
 
 
 def reprocess_outdated() -> list[Source]:
@@ -307,6 +330,20 @@ def graph_replay(
         )
     with rls.tenant_context(principal):
         return graph_rebuild(graph=graph, on_progress=on_progress)
+
+
+def graph_projection() -> GraphProjection:
+    """The configured graph projection, for what reads or resets it whole: a check's count,
+    a benchmark's dump or clean slate. Every change of what it holds goes through the
+    actions here (the outbox, `graph_replay`)."""
+    return bootstrap.providers().graph()
+
+
+def claims_load(claims: list[Claim]) -> list[Claim]:
+    """Insert claims whose lifecycle was decided elsewhere, as they are (a history loaded
+    in bulk: a benchmark's corpus); nothing is queued, the caller indexes and projects
+    them. The system does it, in a tenant context of their workspace."""
+    return lifecycle.claims_load(claims)
 
 
 def entity_related[C](
@@ -458,6 +495,17 @@ def alias_unlink(*, actor: Principal, alias_id: int) -> entities.Unlinked:
     """Detach an automatically linked alias into an entity of its own, naming the claims a
     reviewer should check. Reviewers of its scope may; audited."""
     return entities.alias_unlink(actor=actor, alias_id=alias_id)
+
+
+def entity_resolve(
+    *, group_id: str, name: str, entity_type: str = "thing", embedder: Embedder | None = None
+) -> Resolution:
+    """The entity a name denotes in the workspace, registered when nothing matches, by
+    name and alias (and, with an `embedder`, by meaning), as ingestion resolves each
+    subject and object; the system does it, in a tenant context of the workspace."""
+    return entities.entity_resolve(
+        group_id=group_id, name=name, entity_type=entity_type, embedder=embedder
+    )
 
 
 # --- the ontology ------------------------------------------------------------------------

@@ -22,11 +22,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from curation.models import Tombstone
+from curation.ports import Embedder
 from retrieval import bootstrap
 from retrieval.domain.calibration import MIN_SAMPLES_PER_CLASS
 from retrieval.domain.context import ContextRequest
 from retrieval.domain.evaluation import Floors
 from retrieval.domain.query import Query
+from retrieval.domain.ranking import Weights
+from retrieval.domain.results import Result
 from retrieval.domain.word_learning import MIN_SUPPORT
 from retrieval.models import (
     CalibrationRun,
@@ -37,7 +40,7 @@ from retrieval.models import (
     WeightSet,
     WordSuggestion,
 )
-from retrieval.ports import EmbedderCatalog
+from retrieval.ports import EmbedderCatalog, Search, Tokenizer
 from retrieval.selectors import CitedResult, search_result_cited
 from retrieval.services import (
     calibration,
@@ -59,9 +62,12 @@ from retrieval.services.context import pack_payload as pack_payload
 from retrieval.services.embedding import SwitchRefused as SwitchRefused
 from retrieval.services.erasure import ErasureRefused as ErasureRefused
 from retrieval.services.evaluation import InvalidGolden as InvalidGolden
+from retrieval.services.index import INDEXED_STATUSES as INDEXED_STATUSES
 from retrieval.services.search import server_timing as server_timing
 from retrieval.services.snapshots import SnapshotRefused as SnapshotRefused
 from retrieval.services.weights import NeedsConfirmation as NeedsConfirmation
+from retrieval.services.weights import weight_set_create as _weight_set_create
+from retrieval.services.weights import weights_of as weights_of
 from retrieval.services.word_learning import SuggestionDecided as SuggestionDecided
 from tenants import rls
 from tenants import selectors as tenant_selectors
@@ -139,11 +145,15 @@ def _snapshot_search(query: Query) -> tuple[Snapshot, CitedResult]:
 
 
 def context_pack(
-    principal: Principal, wanted: ContextRequest, *, now: dt.datetime | None = None
+    principal: Principal,
+    wanted: ContextRequest,
+    *,
+    now: dt.datetime | None = None,
+    keep: bool = True,
 ) -> ContextPackResult:
     """The best cited facts for the question within the token budget, narrowed to its
     scope, from the live index or the sealed snapshot it names (REST and MCP alike); the
-    pack served is kept for feedback.
+    pack served is kept for feedback (not with `keep` False: a benchmark's packs).
 
     ScopeNotVisible, Snapshot.DoesNotExist and SnapshotRefused as for `search`.
     """
@@ -151,8 +161,21 @@ def context_pack(
         return _context_pack(
             query=wanted.query, token_budget=wanted.token_budget, user_id=principal.user_id,
             now=now or timezone.now(), snapshot_id=wanted.query.snapshot,
-            packing=bootstrap.packing(),
+            packing=bootstrap.packing(), keep=keep,
         )  # fmt: skip
+
+
+def live_search() -> Search:
+    """The live search every entrypoint's `search` runs, uncited and unnarrowed (the
+    caller's tenant context is what it reads): the installed embedders, reranker and
+    fusion weights bound. The golden-set evaluation searches with it; so do benchmarks
+    that score the whole read path (with `record=False`, nothing logged)."""
+    return bootstrap.search()
+
+
+def tokenizer() -> Tokenizer:
+    """What counts a context pack's tokens against its budget (the configured one)."""
+    return bootstrap.providers().tokenizer()
 
 
 def context_packs_expire(*, group_id: str, before: dt.datetime) -> int:
@@ -232,6 +255,12 @@ def calibration_run(
     )  # fmt: skip
 
 
+def weight_set_create(*, group_id: str, weights: Weights, origin: str) -> WeightSet:
+    """Store a new, inactive weight set as the workspace's next version (a manual set to
+    evaluate, in a context of the workspace); activating it is `weight_set_activate`."""
+    return _weight_set_create(group_id=group_id, weights=weights, origin=origin)
+
+
 def weight_set_activate(
     *, actor: Principal, weight_set_id: int, reason: str = "", confirm: bool = False
 ) -> weights.Activation:
@@ -271,6 +300,12 @@ def word_suggestion_dismiss(*, actor: Principal, group_id: str, pk: int) -> Word
 
 
 # --- embedding models and the index ------------------------------------------------------
+
+
+def configured_embedder() -> Embedder:
+    """The configured model's embedder of passages (what a new workspace is pinned to and
+    indexed with)."""
+    return bootstrap.providers().embedder()
 
 
 def offered_models() -> EmbedderCatalog:
@@ -324,6 +359,14 @@ def groups_to_catch_up() -> list[tuple[str, bool]]:
     return index.groups_to_catch_up()
 
 
+def index_claims(*, claim_ids: list[int], embedder: Embedder | None = None) -> int:
+    """Index these claims now, each workspace by its pin (or every document with the
+    `embedder` given: a bulk load's own instance of the pinned model); the system does it
+    in a tenant context of their workspace (a bulk load's). How many were indexed."""
+    chosen = embedder if embedder is not None else offered_models()
+    return index.index_claims(claim_ids=claim_ids, embedder=chosen)
+
+
 def index_rebuild(*, on_progress: Callable[[int, int], None] | None = None) -> int:
     """Re-index every claim visible to the tenant context, each workspace by its pin."""
     return index.index_rebuild(embedder=offered_models(), on_progress=on_progress)
@@ -354,6 +397,17 @@ def snapshot_build(snapshot_id: int, *, actor: Principal) -> Snapshot | None:
         catalog=providers.embedders(), reranking=providers.reranking(), fusion=providers.fusion()
     )
     return snapshots.snapshot_build(snapshot_id, actor=actor, pinning=pinning)
+
+
+def snapshot_search(*, snapshot: Snapshot, query: Query) -> Result:
+    """The sealed snapshot's uncited ranking for the query, with the models it pinned (the
+    cited one is `search` with `query.snapshot`); SnapshotRefused says why it cannot be
+    searched. Call in a context that sees the snapshot."""
+    providers = bootstrap.providers()
+    return snapshots.snapshot_search(
+        snapshot=snapshot, query=query, catalog=providers.embedders(),
+        reranking=providers.reranking(),
+    )  # fmt: skip
 
 
 def provider_usage_flush() -> int:
