@@ -189,6 +189,32 @@ def day_label(day: dt.date) -> str:
     return f"{day.day} {MONTH_NAMES[day.month - 1]} {day.year}"
 
 
+@dataclass(frozen=True)
+class Said:
+    """Who said a turn's statement and on which day, read back from its text."""
+
+    day: str  # as `day_label` writes it: "8 May 2023"
+    speaker: str
+    words: str  # the rest after the day: "Caroline said: I went there yesterday."
+
+
+_SAID = re.compile(
+    rf"On (?P<day>\d{{1,2}} (?:{'|'.join(MONTH_NAMES)}) \d{{4}}), "
+    r"(?P<rest>(?P<speaker>\S.{0,119}?) said: .*)",
+    re.DOTALL,
+)
+
+
+def statement_said(text: str) -> Said | None:
+    """The day and speaker of a turn's statement as the conversation extractor writes it
+    ("On 8 May 2023, Caroline said: ..."); None for any other text (a turn of unknown
+    time says no day, and is not read back)."""
+    found = _SAID.match(text)
+    if found is None:
+        return None
+    return Said(found["day"], found["speaker"], found["rest"])
+
+
 # --- Reading and writing transcripts ----------------------------------------------------
 
 

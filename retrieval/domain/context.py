@@ -15,19 +15,22 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from curation.domain.conversation import statement_said
 from curation.domain.highlight import PASSAGE_PREDICATE
 from kernel.params import InvalidQuery, ParamReader
 from retrieval.domain.query import Query, parse_query
 from retrieval.domain.understanding import FUNCTION_WORDS
 
 # Moves whenever what `pack` selects or how `render` writes it changes.
-ASSEMBLER_VERSION = 3
+ASSEMBLER_VERSION = 4
 MIN_BUDGET, DEFAULT_BUDGET, MAX_BUDGET = 50, 1000, 8000
 PACK_DEPTH = 30  # hits a pack's search reads at least (the REST search defaults to 10)
 NEIGHBOUR_HITS = 3  # the hits whose neighbouring passages a pack adds
 TOKENS_PER_HIT = 25  # a larger budget reads deeper: one hit per this many tokens...
 MAX_PACK_DEPTH = 100  # ...up to a search's largest k
 MAX_CITATIONS = 3  # per fact: a fourth source adds tokens, not trust
+# A turn said by someone the question names ranks as if this many times higher.
+SPEAKER_WEIGHT = 2.0
 # Each fact's snippets are cut to the first of these (characters) that lets it fit; at
 # 0 a citation still names its source and episode.
 SNIPPET_STEPS = (500, 240, 120, 60, 0)
@@ -208,13 +211,44 @@ def _where(citation: PackCitation) -> str:
     return where
 
 
+def _by_day(facts: Sequence[PackFact]) -> list[tuple[str, list[PackFact]]]:
+    """The facts as they are shown: the statements of conversation turns said on one day
+    together under that day ("On 8 May 2023:"), in the order the day first ranks, each
+    day's in rank order; every other fact alone where it ranks (no heading: "")."""
+    shown: list[tuple[str, list[PackFact]]] = []
+    days: dict[str, list[PackFact]] = {}
+    for fact in facts:
+        said = statement_said(_one_line(fact.fact)) if fact.predicate == PASSAGE_PREDICATE else None
+        if said is None:
+            shown.append(("", [fact]))
+        elif said.day in days:
+            days[said.day].append(fact)
+        else:
+            days[said.day] = [fact]
+            shown.append((said.day, days[said.day]))
+    return shown
+
+
+def _text(fact: PackFact, day: str) -> str:
+    """A fact's text as shown: under its day's heading, without the day it repeats."""
+    text = _one_line(fact.fact)
+    if day and (said := statement_said(text)) is not None:
+        return said.words
+    return text
+
+
 def _lines(
     current: Sequence[PackFact], history: Sequence[PackFact], *, at: dt.datetime
 ) -> list[str]:
     lines = [f"Facts as of {_instant(at)} (VERA context pack v{ASSEMBLER_VERSION})"]
+    sections = [
+        (title, facts, _by_day(facts))
+        for title, facts in (("Current (", current), ("History (not current; ", history))
+    ]
+    shown = [fact for _, _, groups in sections for _, facts in groups for fact in facts]
     sources: dict[str, str] = {}  # a source line's text -> its marker, S1, S2 ...
-    cited: list[str] = []  # each fact's markers, in order
-    for fact in (*current, *history):
+    cited: list[str] = []  # each fact's markers, in the order shown
+    for fact in shown:
         own: list[str] = []
         for citation in fact.citations:
             marker = sources.setdefault(_where(citation), f"S{len(sources) + 1}")
@@ -224,38 +258,68 @@ def _lines(
     # Facts that all cite the same sources, quoting none, need no markers: the sources
     # section says it once.
     shared = len(set(cited)) == 1 and cited[0] != "" and '"' not in cited[0]
-    numbers = {
-        claim.claim_id: n
-        for n, fact in enumerate((*current, *history), start=1)
-        for claim in fact.claims
-    }
+    numbers = {claim.claim_id: n for n, fact in enumerate(shown, start=1) for claim in fact.claims}
     number = 0
-    for title, facts in (("Current (", current), ("History (not current; ", history)):
+    for title, facts, groups in sections:
         if not facts:
             continue
         usual = _usual_tier(facts)
         lines.append(f"{title}tier {usual} unless noted):")
-        for fact in facts:
-            markers = "" if shared else cited[number]
-            number += 1
-            # Under "Current" every fact is published: only history says its status.
-            status = "" if facts is current else fact.status
-            tier = f"tier {fact.tier}" if fact.tier != usual else ""
-            beside = ""
-            if fact.beside is not None:
-                hit = numbers.get(fact.beside)
-                beside = f"beside [{hit}]" if hit is not None else "beside a hit"
-            parts = (beside, _about(fact), _validity(fact), tier, status)
-            about = "; ".join(part for part in parts if part)
-            lines.append(
-                f"[{number}] {_one_line(fact.fact)}"
-                + (f" ({about})" if about else "")
-                + (f" {markers}" if markers else "")
-            )
+        for day, grouped in groups:
+            if day:
+                lines.append(f"On {day}:")
+            for fact in grouped:
+                markers = "" if shared else cited[number]
+                number += 1
+                lines.append(
+                    _fact_line(fact, number, day, usual=usual, history=facts is history,
+                               numbers=numbers) + (f" {markers}" if markers else "")
+                )  # fmt: skip
     if sources:
         lines.append("Sources of every fact:" if shared else "Sources:")
         lines.extend(f"[{marker}] {where}" for where, marker in sources.items())
     return lines
+
+
+def _fact_line(
+    fact: PackFact, number: int, day: str, *, usual: int, history: bool, numbers: dict[int, int]
+) -> str:
+    """One fact's line: its number, its text, and what it says beside the text (beside
+    which hit, its predicate or triple, its validity, an unusual tier, a past status)."""
+    # Under "Current" every fact is published: only history says its status.
+    status = fact.status if history else ""
+    tier = f"tier {fact.tier}" if fact.tier != usual else ""
+    beside = ""
+    if fact.beside is not None:
+        hit = numbers.get(fact.beside)
+        beside = f"beside [{hit}]" if hit is not None else "beside a hit"
+    parts = (beside, _about(fact), _validity(fact), tier, status)
+    about = "; ".join(part for part in parts if part)
+    return f"[{number}] {_text(fact, day)}" + (f" ({about})" if about else "")
+
+
+def speakers_named_first(facts: Sequence[PackFact], question: str) -> list[PackFact]:
+    """The facts reranked for a question that names someone who speaks in them: a turn
+    that person said ranks as if SPEAKER_WEIGHT times higher (by 1 / rank), since what
+    a person said answers a question about them more often than what was said to them;
+    every other order is kept. A speaker is named by their whole name or its first word
+    (not a function word), as a word of the question."""
+    words = set(_WORD.findall(question.casefold()))
+    asked = question.casefold()
+
+    def named(fact: PackFact) -> bool:
+        said = statement_said(_one_line(fact.fact)) if fact.predicate == PASSAGE_PREDICATE else None
+        if said is None:
+            return False
+        name = said.speaker.casefold()
+        first = name.split()[0]
+        return (name in asked and " " in name) or (first in words and first not in FUNCTION_WORDS)
+
+    weights = [SPEAKER_WEIGHT if named(fact) else 1.0 for fact in facts]
+    if all(weight == 1.0 for weight in weights):
+        return list(facts)
+    order = sorted(range(len(facts)), key=lambda rank: (-weights[rank] / (rank + 1), rank))
+    return [facts[rank] for rank in order]
 
 
 def with_neighbours(

@@ -33,6 +33,7 @@ from retrieval.domain.context import (
     pack_depth,
     pack_groups,
     pack_part,
+    speakers_named_first,
     with_neighbours,
 )
 from retrieval.domain.query import Query
@@ -91,7 +92,7 @@ def context_pack(
     if snapshot_id is None:
         result = packing.search(query=query, now=now, user_id=user_id, record=False)
         at = query.as_of or now
-        facts = _live_facts(search_result_cited(result=result))
+        facts = speakers_named_first(_live_facts(search_result_cited(result=result)), query.text)
         facts = with_neighbours(facts, _neighbours(facts[:NEIGHBOUR_HITS], at), hits=NEIGHBOUR_HITS)
     else:
         snapshot = Snapshot.objects.get(pk=snapshot_id)  # RLS: another tenant's is not found
@@ -99,7 +100,10 @@ def context_pack(
         result = snapshot_search(
             snapshot=snapshot, query=query, catalog=packing.catalog, reranking=packing.reranking
         )
-        facts = _snapshot_facts(snapshot, snapshot_result_cited(snapshot=snapshot, result=result))
+        facts = speakers_named_first(
+            _snapshot_facts(snapshot, snapshot_result_cited(snapshot=snapshot, result=result)),
+            query.text,
+        )
         at = query.as_of or snapshot.taken_at or now
     packed = pack(
         facts, token_budget=token_budget, at=at, count_tokens=packing.tokenizer.count,

@@ -29,6 +29,7 @@ from retrieval.domain.context import (
     parse_context,
     question_terms,
     render,
+    speakers_named_first,
     with_neighbours,
 )
 
@@ -299,12 +300,20 @@ def test_a_pack_holds_a_cited_fact_however_tight_when_the_search_found_one(budge
     assert packed.tokens == WORDPIECE.count(packed.text)
 
 
-def _said(n: int, words: str, *, source: str = "chat", claim: int | None = None) -> PackFact:
+def _said(
+    n: int,
+    words: str,
+    *,
+    source: str = "chat",
+    claim: int | None = None,
+    speaker: str = "Caroline",
+    day: int = 8,
+) -> PackFact:
     """A turn of a conversation as its extractor states it (text names its day)."""
-    text = f"On 8 May 2023, Caroline said: {words}"
+    text = f"On {day} May 2023, {speaker} said: {words}"
     return PackFact(
         fact=text, subject="Caroline and Melanie", predicate="STATES", object_text=text,
-        valid_from=dt.datetime(2023, 5, 8, tzinfo=dt.UTC), valid_to=None, tier=4,
+        valid_from=dt.datetime(2023, 5, day, tzinfo=dt.UTC), valid_to=None, tier=4,
         status="published",
         citations=(PackCitation(source, "conv-1.json", "", text, "w:a"),),
         claims=(PackClaim(claim or n, "w:a", (1,)),),
@@ -314,8 +323,8 @@ def _said(n: int, words: str, *, source: str = "chat", claim: int | None = None)
 def test_sources_are_listed_once_and_facts_citing_different_ones_carry_markers() -> None:
     one, two = _said(1, "I paint."), _said(2, "I swim.", source="slack")
     text = pack([one, two], token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words).text
-    assert "\n[1] On 8 May 2023, Caroline said: I paint. [S1]\n" in text
-    assert "\n[2] On 8 May 2023, Caroline said: I swim. [S2]\n" in text
+    assert "\nOn 8 May 2023:\n[1] Caroline said: I paint. [S1]\n" in text
+    assert "\n[2] Caroline said: I swim. [S2]\n" in text
     assert text.endswith("Sources:\n[S1] chat/conv-1.json\n[S2] slack/conv-1.json")
 
 
@@ -336,7 +345,7 @@ def test_a_neighbouring_turn_is_packed_after_its_hit_and_says_whose_neighbour_it
         "I went to the support group.", "It was powerful.", "I paint.",
     ]  # fmt: skip
     text = pack(ranked, token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words).text
-    assert "[2] On 8 May 2023, Caroline said: It was powerful. (beside [1])" in text
+    assert "[2] Caroline said: It was powerful. (beside [1])" in text
 
 
 def test_a_neighbour_that_is_also_a_hit_is_packed_once_as_a_hit() -> None:
@@ -386,3 +395,44 @@ def test_a_pack_of_turns_repeats_no_text() -> None:
     said = [line.split("said: ", 1)[1] for line in text.splitlines() if "said: " in line]
     assert len(said) == len(set(said)) == 29
     assert "STATES" not in text
+
+
+def test_turns_said_on_one_day_are_shown_under_it_each_day_where_it_first_ranks() -> None:
+    ranked = [
+        _said(1, "I paint.", day=9),
+        _said(2, "I swim.", day=8, speaker="Melanie"),
+        _said(3, "I run.", day=9, speaker="Melanie"),
+        _fact("k8s-prod-1"),
+    ]
+    text = pack(ranked, token_budget=DEFAULT_BUDGET, at=AT, count_tokens=words).text
+    shown = text.splitlines()[2:8]  # after the header and the section's title
+    expected = [
+        "On 9 May 2023:",
+        "[1] Caroline said: I paint. [S1]",
+        "[2] Melanie said: I run. [S1]",
+        "On 8 May 2023:",
+        "[3] Melanie said: I swim. [S1]",
+        "[4] The billing-api runs on k8s-prod-1.",  # no day: alone where it ranks
+    ]
+    assert [line[: len(want)] for line, want in zip(shown, expected, strict=True)] == expected
+    assert text.count("May 2023") == 2  # each day once: the turns no longer repeat it
+    for day in ("9 May 2023", "8 May 2023"):
+        assert f"On {day}, " not in text
+
+
+def test_a_turn_said_by_the_person_the_question_names_ranks_higher() -> None:
+    ranked = [
+        _said(1, "Caroline, you paint so well!", speaker="Melanie"),
+        _said(2, "Nice weather.", speaker="Melanie"),
+        _said(3, "I started pottery classes.", speaker="Caroline"),
+        _fact("k8s-prod-1"),  # claim 10
+    ]
+    order = [f.claims[0].claim_id for f in speakers_named_first(ranked, "What does Caroline do?")]
+    assert order == [1, 3, 2, 10]  # 3 (1/3 doubled) passes 2 (1/2), not 1 (1/1)
+    assert speakers_named_first(ranked, "what runs on k8s-prod-1") == ranked  # no one named
+    turns = [_said(1, "Hi."), _said(2, "Hey."), _said(3, "Hello.", speaker="Zoë O'Neill")]
+    named_in_full = speakers_named_first(turns, "what did zoë o'neill say")
+    assert [f.claims[0].claim_id for f in named_in_full] == [1, 3, 2]
+    # A speaker whose first word is a function word is not named by that word.
+    the_bot = [_said(1, "Hi."), _said(2, "Beep.", speaker="The Bot")]
+    assert speakers_named_first(the_bot, "what is the plan") == the_bot
