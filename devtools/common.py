@@ -21,6 +21,9 @@ DEFAULT_PORTS = {"dev": (54320, 63790), "test": (55000 + _CHECKOUT, 64000 + _CHE
 DB_NAME = "vera"
 OWNER_ROLE = "vera_owner"
 APP_ROLE = "vera_app"
+# Streams the WAL to hot standbys (pg_basebackup, primary_conninfo); reads no table.
+REPLICATION_ROLE = "vera_replication"
+ROLES = ("postgres", OWNER_ROLE, APP_ROLE, REPLICATION_ROLE)
 
 
 def package_dir(name: str) -> Path:
@@ -96,6 +99,11 @@ class Profile:
     def state(self) -> Path:
         return self.root / self.name
 
+    @property
+    def standby_port(self) -> int:
+        """The hot standby's port: VERA_DEV__STANDBY_PORT, else 2,000 below the primary's."""
+        return int(os.environ.get("VERA_DEV__STANDBY_PORT", self.pg_port - 2000))
+
     @classmethod
     def named(cls, name: str) -> Profile:
         pg_default, redis_default = DEFAULT_PORTS[name]
@@ -110,13 +118,18 @@ class Profile:
         )
 
     def secrets(self) -> dict[str, str]:
-        """Role passwords, generated once per profile and kept in a 0600 file."""
+        """Role passwords, generated once per profile and kept in a 0600 file; a role
+        added since the file was written gets its password added, the others are kept."""
         path = self.state / "secrets.json"
-        if path.exists():
-            return dict(json.loads(path.read_text()))
+        known: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+        if all(role in known for role in ROLES):
+            return dict(known)
         self.state.mkdir(parents=True, exist_ok=True)
-        values = {role: secrets.token_hex(24) for role in ("postgres", OWNER_ROLE, APP_ROLE)}
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        values = {role: known.get(role) or secrets.token_hex(24) for role in ROLES}
+        partial = path.with_suffix(".json.new")
+        partial.unlink(missing_ok=True)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
             json.dump(values, handle)
+        partial.replace(path)
         return values

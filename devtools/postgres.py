@@ -13,6 +13,7 @@ from devtools.common import (
     APP_ROLE,
     DB_NAME,
     OWNER_ROLE,
+    REPLICATION_ROLE,
     Profile,
     ServiceError,
     package_dir,
@@ -24,6 +25,9 @@ from devtools.common import (
 )
 
 SHARED_BUFFERS = "1GB"
+# WAL a replication slot may hold for a standby that is away: past this the slot is
+# given up (the standby then needs a new base backup) rather than filling the disk.
+SLOT_WAL_KEEP = "4GB"
 
 
 def pg_bin(name: str) -> str:
@@ -160,7 +164,8 @@ class Postgres:
             buffers = os.environ.get("VERA_DEV__PG_SHARED_BUFFERS", SHARED_BUFFERS)
             options = (
                 f"-p {self.port} -h 127.0.0.1 -k {shlex.quote(str(self.sockets))} "
-                f"-c shared_buffers={shlex.quote(buffers)}"
+                f"-c shared_buffers={shlex.quote(buffers)} "
+                f"-c max_slot_wal_keep_size={SLOT_WAL_KEEP}"
             )
             pg_ctl = [pg_bin("pg_ctl"), "start", "-w", "-t", "60", "-D", str(self.data)]
             result = self._run([*pg_ctl, "-l", str(self.log), "-o", options])
@@ -185,6 +190,8 @@ class Postgres:
             for role, attrs in (
                 (OWNER_ROLE, "LOGIN CREATEDB NOSUPERUSER NOBYPASSRLS NOCREATEROLE"),
                 (APP_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),
+                # Streams WAL to standbys; owns nothing, reads no table.
+                (REPLICATION_ROLE, "LOGIN REPLICATION NOSUPERUSER NOBYPASSRLS NOCREATEDB"),
             ):
                 if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
                     conn.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))

@@ -6,7 +6,13 @@
 State lives in `.devservices/<profile>/` (git-ignored). Nothing here ever deletes data:
 a data directory from another PostgreSQL major version, a port held by another
 program or a lock file that cannot be explained stops with a message saying what
-to do. Setting DATABASE_URL (with DATABASE_OWNER_URL) or REDIS_URL in the
+to do. The one exception is the hot standby (devtools/standby.py), a copy of the
+primary that is taken anew when it no longer follows it.
+
+The test profile always runs the standby (its tests are in `make test`) and exports
+its URL as VERA_TEST__STANDBY_URL, so only the tests that ask for it read from it.
+The dev profile runs one when VERA_DEV__STANDBY=1, and then `make run` serves reads
+from it (VERA_DB__REPLICA_URLS). Setting DATABASE_URL (with DATABASE_OWNER_URL) or REDIS_URL in the
 environment replaces the embedded server with an external one.
 
 This module runs before Django is configured, so it imports nothing from Django.
@@ -35,7 +41,13 @@ from devtools.common import (
 )
 from devtools.postgres import Postgres
 from devtools.redis_falkordb import Redis
+from devtools.standby import Standby
 from devtools.supervisor import LANES, Supervisor
+
+
+def wants_standby(profile: Profile) -> bool:
+    """The test profile always runs a standby; the dev profile when asked to."""
+    return profile.name == "test" or os.environ.get("VERA_DEV__STANDBY", "") not in ("", "0")
 
 
 def start(profile: Profile) -> tuple[dict[str, str], list[Postgres | Redis]]:
@@ -54,6 +66,15 @@ def start(profile: Profile) -> tuple[dict[str, str], list[Postgres | Redis]]:
         if postgres.start(profile.secrets()):
             started.append(postgres)
         env.update(postgres.env(profile.secrets()))
+        if wants_standby(profile):
+            standby = Standby(profile)
+            if standby.start(profile.secrets()):
+                started.append(standby)
+            # The test suite's standby serves only the tests that ask for it.
+            test = profile.name == "test"
+            env["VERA_TEST__STANDBY_URL" if test else "VERA_DB__REPLICA_URLS"] = standby.url(
+                profile.secrets()
+            )
     if os.environ.get("REDIS_URL"):
         say("using the external Redis in REDIS_URL")
     else:
@@ -70,8 +91,11 @@ def start(profile: Profile) -> tuple[dict[str, str], list[Postgres | Redis]]:
 
 
 def status(profile: Profile) -> int:
-    postgres, redis_service = Postgres(profile), Redis(profile)
-    for name, service in (("postgres", postgres), ("redis", redis_service)):
+    postgres, standby, redis_service = Postgres(profile), Standby(profile), Redis(profile)
+    services: list[tuple[str, Postgres | Redis]] = [("postgres", postgres)]
+    if wants_standby(profile) or standby.running():
+        services.append(("standby", standby))
+    for name, service in (*services, ("redis", redis_service)):
         state = "running" if service.running() else "stopped"
         print(f"{profile.name:5} {name:9} {state:8} 127.0.0.1:{service.port}  {service.home}")
     return 0
@@ -168,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "stop":
             Redis(profile).stop()
+            Standby(profile).stop()
             Postgres(profile).stop()
             return 0
         if args.command == "status":

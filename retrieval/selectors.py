@@ -16,6 +16,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from common.reads import read_connection
 from curation.models import Claim, Evidence
 from retrieval.domain.ranking import DEFAULT_WEIGHTS, SIGNALS, WeightChoice, Weights
 from retrieval.domain.results import Hit, Result
@@ -122,7 +123,7 @@ def search_result_cited(*, result: Result) -> CitedResult:
 
     Raw SQL rather than the ORM: every search pays for this, and model instances of the
     claims, their evidence, episodes and sources cost more than the read itself."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(_CITED_SQL, [SNIPPET_CHARS, [hit.claim_id for hit in result.hits]])
         claims = {row[0]: row for row in cursor.fetchall()}
     hits = tuple(

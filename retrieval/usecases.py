@@ -69,7 +69,7 @@ from retrieval.services.weights import NeedsConfirmation as NeedsConfirmation
 from retrieval.services.weights import weight_set_create as _weight_set_create
 from retrieval.services.weights import weights_of as weights_of
 from retrieval.services.word_learning import SuggestionDecided as SuggestionDecided
-from tenants import rls
+from tenants import replicas, rls
 from tenants import selectors as tenant_selectors
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -115,23 +115,28 @@ def search(principal: Principal, query: Query, *, now: dt.datetime | None = None
     """The search every entrypoint runs (REST, the portal, MCP): narrowed to the query's
     scope, of the live index (the configured embedders and reranker, the hits logged for
     feedback and the stage timings exported) or of the sealed snapshot it names (with the
-    models it pinned), and cited.
+    models it pinned), and cited. Read on a hot standby when one may serve the caller
+    (tenants.replicas), else on the primary.
 
     ScopeNotVisible for a scope out of reach; Snapshot.DoesNotExist for a snapshot the
     principal does not see; SnapshotRefused (says why) for one that cannot be searched.
     """
     with _within(principal, query.scope) as within:
-        if query.snapshot is not None:
-            snapshot, cited = _snapshot_search(query)
-            return Searched(cited, within, snapshot)
-        # The pipeline with the installed adapters (`retrieval.bootstrap.search`).
-        result = bootstrap.search()(
-            query=query, now=now or timezone.now(), user_id=principal.user_id
-        )
-        started = time.perf_counter()
-        cited = search_result_cited(result=result)
-        cite_ms = (time.perf_counter() - started) * 1000
-        return Searched(replace(cited, timings={**cited.timings, "cite": cite_ms}), within)
+        return replicas.read_only(within, lambda: _search(principal, within, query, now))
+
+
+def _search(
+    principal: Principal, within: Principal, query: Query, now: dt.datetime | None
+) -> Searched:
+    if query.snapshot is not None:
+        snapshot, cited = _snapshot_search(query)
+        return Searched(cited, within, snapshot)
+    # The pipeline with the installed adapters (`retrieval.bootstrap.search`).
+    result = bootstrap.search()(query=query, now=now or timezone.now(), user_id=principal.user_id)
+    started = time.perf_counter()
+    cited = search_result_cited(result=result)
+    cite_ms = (time.perf_counter() - started) * 1000
+    return Searched(replace(cited, timings={**cited.timings, "cite": cite_ms}), within)
 
 
 def _snapshot_search(query: Query) -> tuple[Snapshot, CitedResult]:
@@ -153,15 +158,19 @@ def context_pack(
 ) -> ContextPackResult:
     """The best cited facts for the question within the token budget, narrowed to its
     scope, from the live index or the sealed snapshot it names (REST and MCP alike); the
-    pack served is kept for feedback (not with `keep` False: a benchmark's packs).
+    pack served is kept for feedback (not with `keep` False: a benchmark's packs). Read
+    on a hot standby when one may serve the caller, as `search`.
 
     ScopeNotVisible, Snapshot.DoesNotExist and SnapshotRefused as for `search`.
     """
-    with _within(principal, wanted.query.scope):
-        return _context_pack(
-            query=wanted.query, token_budget=wanted.token_budget, user_id=principal.user_id,
-            now=now or timezone.now(), snapshot_id=wanted.query.snapshot,
-            packing=bootstrap.packing(), keep=keep,
+    with _within(principal, wanted.query.scope) as within:
+        return replicas.read_only(
+            within,
+            lambda: _context_pack(
+                query=wanted.query, token_budget=wanted.token_budget,
+                user_id=principal.user_id, now=now or timezone.now(),
+                snapshot_id=wanted.query.snapshot, packing=bootstrap.packing(), keep=keep,
+            ),
         )  # fmt: skip
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
-from tenants import rls
+from tenants import replicas, rls
 from tenants.principals import request_principal
 
 
@@ -26,7 +26,9 @@ def _exempt(request: HttpRequest) -> bool:
 
 
 class TenantContextMiddleware:
-    """Runs each request in a transaction whose RLS setting is the session user's groups.
+    """Runs each request in a transaction whose RLS setting is the session user's groups;
+    a GET request reads on a hot standby when one is configured and fit to serve it
+    (tenants.replicas).
 
     DRF authentication (API keys, OIDC bearer tokens) later re-activates the setting
     for the principal it authenticated, inside the same transaction. The setting is
@@ -43,5 +45,5 @@ class TenantContextMiddleware:
         # nested in an outer transaction (tests, management code) leaves nothing behind.
         principal = request_principal(request)
         rls.trace_groups(principal)
-        with rls.tenant_context(principal):
+        with rls.tenant_context(principal), replicas.request_reads(request, principal):
             return self.get_response(request)

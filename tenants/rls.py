@@ -14,13 +14,15 @@ and a persistent connection carries nothing into the next request.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from contextvars import ContextVar
 
-from django.db import connections, migrations, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, migrations, transaction
 from opentelemetry import trace
 
+from common.reads import current_block, tally_writes
 from tenants.domain.access import Principal
 
 GROUPS_SETTING = "vera.group_ids"
@@ -215,8 +217,14 @@ def activate(principal: Principal, *, using: str = "default") -> None:
     if not connections[using].in_atomic_block:
         raise RuntimeError("rls.activate() needs an open transaction (use tenant_context)")
     _set_both(_encode(principal), _encode_reads(principal), using=using)
+    block = current_block()
+    if using == DEFAULT_DB_ALIAS and block is not None and block.alias != DEFAULT_DB_ALIAS:
+        # The request reads on a standby: the same groups there (its transaction's end,
+        # with the request's, restores nothing that could leak).
+        _set_both(_encode(principal), _encode_reads(principal), using=block.alias)
     # Not reset here: the request's tenant_context (TenantContextMiddleware) encloses this
     # and restores the groups on its exit.
+    _ACTING.set(principal)
     _USAGE_GROUPS.set(principal.group_ids)
     _VISIBLE_GROUPS.set(principal.group_ids | principal.reads)
     trace_groups(principal)
@@ -244,19 +252,102 @@ def tenant_context(principal: Principal, *, using: str = "default") -> Iterator[
     # autocommit off, where Django's outermost block leaves the transaction open.
     connection = connections[using]
     outermost = not connection.in_atomic_block and connection.get_autocommit()
-    with transaction.atomic(using=using):
+    # While standbys serve reads: who must be told of a committed write, and the writes.
+    told = [hook for wanted, hook in _WROTE if wanted()] if outermost else []
+    with (
+        transaction.atomic(using=using),
+        tally_writes(using) if told else nullcontext() as tally,
+        _on_standby_too(principal, using=using),
+    ):
         previous = _set_both(_encode(principal), _encode_reads(principal), using=using)
         token = _USAGE_GROUPS.set(principal.group_ids)
         visible = _VISIBLE_GROUPS.set(principal.group_ids | principal.reads)
+        acting = _ACTING.set(principal)
         try:
             yield principal
         finally:
+            actor = _ACTING.get() or principal  # activate()'s inside, if it ran
+            _ACTING.reset(acting)
             _VISIBLE_GROUPS.reset(visible)
             _USAGE_GROUPS.reset(token)
         # The outermost block's commit ends the setting with the transaction: nothing to
         # restore (a round trip saved on every request and job).
         if not outermost and not transaction.get_rollback(using=using):
             _set_both(*previous, using=using)
+        # A transaction whose only writes were incidental to reading (a search's log row)
+        # tells nobody: its caller's next search need not wait for a standby to replay it.
+        if told and (
+            transaction.get_rollback(using=using)
+            or (tally is not None and tally.only_incidental)
+            or not _has_written(using)
+        ):
+            told = []
+    for hook in told:  # committed
+        hook(actor)
+
+
+@contextmanager
+def _on_standby_too(principal: Principal, *, using: str) -> Iterator[None]:
+    """Inside a block that reads on a standby, a tenant context on the primary (a scope
+    narrowed for one search or list) narrows the standby's reads alike, until its end."""
+    block = current_block()
+    if using != DEFAULT_DB_ALIAS or block is None or block.alias == DEFAULT_DB_ALIAS:
+        yield
+        return
+    with standby_context(principal, using=block.alias):
+        yield
+
+
+# Told when an outermost tenant_context committed a transaction that wrote (set by
+# tenants.replicas while standbys serve reads, so a caller's next read waits for its write).
+_WROTE: list[tuple[Callable[[], bool], Callable[[Principal], None]]] = []
+_ACTING: ContextVar[Principal | None] = ContextVar("vera_acting_principal", default=None)
+
+
+def on_write_committed(wanted: Callable[[], bool], hook: Callable[[Principal], None]) -> None:
+    """While `wanted()`, call `hook(principal)` after each outermost tenant_context that
+    wrote has committed, with the principal that acted in it (activate()'s, if called)."""
+    if (wanted, hook) not in _WROTE:
+        _WROTE.append((wanted, hook))
+
+
+def _has_written(using: str) -> bool:
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT pg_current_xact_id_if_assigned() IS NOT NULL")
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+@contextmanager
+def standby_context(principal: Principal, *, using: str) -> Iterator[Principal]:
+    """A read-only transaction on a hot standby in which Postgres shows exactly
+    `principal`'s groups, as `tenant_context` does on the primary (the same
+    transaction-local settings; a standby replays the policies with the schema).
+
+    Always rolled back: it wrote nothing. Once the block's own work is done, an error of
+    the standby's while ending it (the standby went away) is not the caller's: it is
+    dropped with the connection.
+    """
+    atomic = transaction.atomic(using=using)
+    atomic.__enter__()
+    try:
+        _set_both(_encode(principal), _encode_reads(principal), using=using)
+    except BaseException:
+        with suppress(DatabaseError):
+            atomic.__exit__(*sys.exc_info())
+        connections[using].close()
+        raise
+    try:
+        yield principal
+    except BaseException:
+        with suppress(DatabaseError):
+            atomic.__exit__(*sys.exc_info())
+        raise
+    transaction.set_rollback(True, using=using)
+    try:
+        atomic.__exit__(None, None, None)
+    except DatabaseError:
+        connections[using].close()
 
 
 @contextmanager

@@ -7,10 +7,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from django.conf import settings
 from django.db import connection
 
 from curation.domain.errors import ObjectStoreError
 from curation.selectors import outbox_dead_letters
+from tenants import replicas
 
 from . import backpressure, metrics, wiring
 
@@ -104,6 +106,25 @@ def check_all() -> dict[str, dict[str, object]]:
         result = asdict(_timed(name, probe))
         report[name] = {key: value for key, value in result.items() if value is not None}
     return report
+
+
+def check_replicas() -> tuple[list[dict[str, object]], list[str]]:
+    """Each configured read replica (hot standby): up, its replay lag and position, and
+    whether it serves reads; with a reason for each that does not (reads then go to the
+    primary: the service works, on one database)."""
+    bound = settings.VERA_DB__REPLICA_MAX_LAG_S
+    report, reasons = [], []
+    for found in replicas.states():
+        serves = found.serves(bound)
+        report.append({**found.as_dict(), "serves_reads": serves, "max_lag_s": bound})
+        if not found.up:
+            reasons.append(f"{found.alias} unavailable ({found.problem}): reads go to the primary")
+        elif not serves:
+            reasons.append(
+                f"{found.alias} {found.lag_s:.1f} s behind the primary (bound {bound} s): "
+                "reads go to the primary"
+            )
+    return report, reasons
 
 
 def check_lanes() -> dict[str, dict[str, object]]:

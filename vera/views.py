@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from tenants.middleware import tenant_exempt
 
 from . import metrics as exported
-from .health import check_all, check_dead_letters, check_lanes, verdict
+from .health import check_all, check_dead_letters, check_lanes, check_replicas, verdict
 
 
 @tenant_exempt  # must answer 503, not 500, when Postgres is down
@@ -24,14 +24,17 @@ from .health import check_all, check_dead_letters, check_lanes, verdict
 def healthz(request: HttpRequest) -> JsonResponse:
     """503 naming Postgres when it does not answer (the node cannot do its job: take it
     out); "degraded" (200, each reason named) when Redis, the graph or the object store
-    does not, or an outbox lane passes its threshold (the service works, late); else "ok"."""
+    does not, an outbox lane passes its threshold (the service works, late) or a read
+    replica is down or lags past its bound (reads go to the primary); else "ok"."""
     checks = check_all()
     failing, degraded = verdict(checks)
     lanes = check_lanes() if checks["postgres"]["ok"] else {}
     degraded += [str(lane["reason"]) for lane in lanes.values() if lane["degraded"]]
+    standbys, standby_reasons = check_replicas() if checks["postgres"]["ok"] else ([], [])
+    degraded += standby_reasons
     status = "fail" if failing else "degraded" if degraded else "ok"
     body = {"status": status, "failing": failing, "degraded": degraded, "checks": checks,
-            "lanes": lanes}  # fmt: skip
+            "lanes": lanes, "replicas": standbys}  # fmt: skip
     return JsonResponse(body, status=503 if failing else 200)
 
 

@@ -4,6 +4,8 @@
 #   vera_owner - owns the database and its schema; runs migrations (and creates test DBs).
 #   vera_app   - what web, worker and beat connect as: no superuser, no BYPASSRLS, owns nothing,
 #                so row-level security always applies. Data grants come from `migrate`.
+#   vera_replication - only when VERA_DB__REPLICATION_PASSWORD is set: streams the WAL to
+#                hot standbys (compose profile `standby`); reads no table.
 # Passwords travel as psql variables (:'var' quotes them as literals), never spliced into SQL.
 set -euo pipefail
 
@@ -29,3 +31,14 @@ CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE EXTENSION IF NOT EXISTS btree_gist;
 EOSQL
 done
+
+# Hot standbys (optional): a replication role, and replication connections admitted
+# with a password from the compose network (the image admits only ordinary ones).
+if [ -n "${VERA_DB__REPLICATION_PASSWORD:-}" ]; then
+    psql -v ON_ERROR_STOP=1 --username "${POSTGRES_USER:-postgres}" --dbname postgres \
+        -v repl_pw="$VERA_DB__REPLICATION_PASSWORD" <<'EOSQL'
+CREATE ROLE vera_replication WITH LOGIN REPLICATION NOSUPERUSER NOBYPASSRLS NOCREATEDB
+    PASSWORD :'repl_pw';
+EOSQL
+    echo "host replication vera_replication all scram-sha-256" >> "$PGDATA/pg_hba.conf"
+fi

@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db import connection
-
+from common.reads import read_connection
 from curation.domain.highlight import PASSAGE_PREDICATE
 from curation.models import Evidence
 from retrieval.domain.context import (
@@ -231,7 +230,7 @@ def _neighbours(hits: Sequence[PackFact], at: dt.datetime) -> dict[int, list[Pac
     ids = [fact.claims[0].claim_id for fact in hits if fact.predicate == PASSAGE_PREDICATE]
     if not ids:
         return {}
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(_NEIGHBOURS_SQL, [ids])
         pairs = [(hit, near) for hit, near in cursor.fetchall() if near not in ids]
     if not pairs:

@@ -10,7 +10,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from tenants import rls
+from tenants import replicas, rls
 from tenants.domain import api_keys as keys
 from tenants.domain.access import Principal
 from tenants.usecases import api_key_authenticate
@@ -119,6 +119,7 @@ class ApiKeyAuthentication(BaseAuthentication):
                 ip=client_ip(request), prefix=parsed[0] if parsed else None
             )
         rls.activate(principal)
+        replicas.read_request(request._request, principal)
         return PrincipalUser(principal), principal
 
     def authenticate_header(self, request: Request) -> str:

@@ -9,7 +9,7 @@ from django.conf import settings
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from tenants import rls
+from tenants import replicas, rls
 from tenants.adapters.oidc import InvalidAccessToken, user_for_claims, verify_access_token
 from tenants.api.authentication import FailureLimiter, bearer_token, client_ip
 from tenants.domain.access import Principal
@@ -45,6 +45,7 @@ class OIDCBearerAuthentication(BaseAuthentication):
             raise FailureLimiter().failed(ip=ip)
         principal = principal_for_user(user.pk, label=f"oidc:{user.get_username()}")
         rls.activate(principal)
+        replicas.read_request(request._request, principal)
         return user, principal
 
     def authenticate_header(self, request: Request) -> str:

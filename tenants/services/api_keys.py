@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.errors import PermissionDenied
+from common.reads import incidental
 from kernel.names import checked_name
 from tenants import rls
 from tenants.domain import api_keys as keys
@@ -249,6 +250,6 @@ def api_key_authenticate(token: str) -> Principal | None:
     if key.group_id not in principal.group_ids:
         return None  # the owner lost access to the key's scope: the key is dead too
     if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
-        with rls.tenant_context(principal):
+        with rls.tenant_context(principal), incidental():  # not a reason to read the primary
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
     return principal

@@ -113,6 +113,37 @@ DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int(
 )
 # The role that web, worker and beat connect as; post-migrate grants it table access.
 VERA_DB__APP_ROLE = env_str("VERA_DB__APP_ROLE", "vera_app")
+
+# --- Read replicas: PostgreSQL hot standbys serving read-only work --------------------
+# Application-role URLs of streaming standbys of DATABASE_URL's server (docs/operations.md
+# "The way to grow"). Searches, context packs, MCP reads, GET pages and API lists read
+# from one that is up, within VERA_DB__REPLICA_MAX_LAG_S of the primary and has replayed
+# the caller's last write; else from the primary (tenants/replicas.py).
+VERA_DB__REPLICA_URLS = env_list("VERA_DB__REPLICA_URLS", default=[])
+VERA_DB__REPLICAS: list[str] = []
+for _number, _url in enumerate(VERA_DB__REPLICA_URLS, start=1):
+    _alias = f"replica_{_number}"
+    DATABASES[_alias] = dj_database_url.parse(
+        _url,
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", default=60),
+        conn_health_checks=True,
+    )
+    # A standby that does not answer soon is skipped; the primary serves meanwhile.
+    DATABASES[_alias]["OPTIONS"] = {
+        "connect_timeout": env_int("VERA_DB__REPLICA_CONNECT_TIMEOUT_S", default=2)
+    }
+    # A test run never creates or flushes a standby's database: it replays the primary's.
+    DATABASES[_alias]["TEST"] = {"MIRROR": "default"}
+    VERA_DB__REPLICAS.append(_alias)
+DATABASE_ROUTERS = ["common.reads.ReadReplicaRouter"]
+# Replay further behind the primary than this (seconds) and a standby serves no reads.
+VERA_DB__REPLICA_MAX_LAG_S = env_int("VERA_DB__REPLICA_MAX_LAG_S", default=5)
+# How often each process checks a standby (seconds), and retries one found down.
+VERA_DB__REPLICA_CHECK_S = env_int("VERA_DB__REPLICA_CHECK_S", default=1)
+VERA_DB__REPLICA_RETRY_S = env_int("VERA_DB__REPLICA_RETRY_S", default=5)
+# How long a caller's last write is remembered for read-your-writes (seconds); a
+# standby further behind than this is already skipped by the lag bound.
+VERA_DB__REPLICA_WRITE_MEMORY_S = env_int("VERA_DB__REPLICA_WRITE_MEMORY_S", default=600)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis / Valkey: Celery broker, cache, rate limits ------------------------------

@@ -54,6 +54,14 @@ WHITENOISE_AUTOREFRESH = True
 # Two suites on one server (e.g. parallel runs) each need their own test database.
 DATABASES["default"]["TEST"] = {"NAME": env_str("VERA_TEST__DB_NAME", "test_vera")}
 
+# The test profile's hot standby (devtools/standby.py), known to Django as `replica_1` so
+# that the tests of reading from it may use it; never created or flushed (a mirror: the
+# standby replays the primary's test database) and serving no reads unless a test
+# configures VERA_DB__REPLICAS (tests/integration/test_read_replicas.py).
+_standby_url = env_str("VERA_TEST__STANDBY_URL", "")
+if _standby_url:
+    DATABASES["replica_1"] = {**dj_database_url.parse(_standby_url), "TEST": {"MIRROR": "default"}}
+
 # The fake upstreams listen on 127.0.0.1 (never on the ports of the test servers
 # themselves: those are refused whatever this list says). Test folders live in one
 # dedicated folder of the checkout, never the temp folder: tests/conftest.py makes

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
-
+from common.reads import read_connection
 from retrieval.domain import lexical
 from retrieval.domain.understanding import FUNCTION_WORDS
 from retrieval.services.search.sql import (
@@ -117,7 +116,7 @@ class SnapshotIndex:
             lexical.B, self.snapshot_id, self.snapshot_id, *filters, self.per_term, depth,
             self.snapshot_id,
         ]  # fmt: skip
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(sql, values)
             return [row[0] for row in cursor.fetchall()]
 
@@ -151,7 +150,7 @@ class SnapshotIndex:
             LIMIT %s
         """  # noqa: S608 - `where` is built from fixed fragments; values are parameters
         k1, b, avg = lexical.K1, lexical.B, self.avg_len or 1.0
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(
                 sql,
                 [
@@ -163,7 +162,7 @@ class SnapshotIndex:
 
     def term_coverage(self, text: str) -> float:
         """The share of the query's distinct lexemes that occur in the snapshot."""
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(
                 f"""
                 SELECT count(*), count(*) FILTER (WHERE EXISTS (
@@ -193,7 +192,7 @@ class SnapshotIndex:
         values: list[Any] = [self.snapshot_id, *named]
         if predicates:
             values.append(list(predicates))
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(
                 f"""
                 SELECT d.claim_id FROM retrieval_snapshotdocument d
@@ -235,13 +234,13 @@ class SnapshotIndex:
 
     def votes(self, claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
         """(up, down) per claim as they were when the snapshot was taken."""
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(_VOTES, [self.snapshot_id, list(claim_ids)])
             return {claim_id: (up, down) for claim_id, up, down in cursor.fetchall()}
 
     def documents(self, claim_ids: list[int], *, with_text: bool) -> dict[int, Candidate]:
         """The candidates' snapshot rows, as `sql.documents` gives the live ones."""
-        with connection.cursor() as cursor:  # raw, as `sql.documents`
+        with read_connection().cursor() as cursor:  # raw, as `sql.documents`
             cursor.execute(
                 _DOCUMENTS_TEXT if with_text else _DOCUMENTS, [self.snapshot_id, claim_ids]
             )

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
+from common.reads import read_connection
 from curation.domain.validity import EVER_VALID, VALID_NOW
 from retrieval.domain import lexical
 from retrieval.domain.query import Query
@@ -158,7 +159,7 @@ def lexical_scores(
         GROUP BY h.claim_id
         ORDER BY score DESC, h.claim_id
     """  # noqa: S608 - `postings` is one of two fixed fragments; values are parameters
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             sql,
             [
@@ -190,7 +191,7 @@ def term_coverage(text: str) -> float:
     query in the corpus's language most (SciFact, XQuAD vi: 0.75 or more for 99 in 100
     queries); a plain English question over English facts, all but none.
     """
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             SELECT count(*), count(*) FILTER (WHERE EXISTS (
@@ -221,7 +222,7 @@ def understood(
     relation = "AND d.predicate = ANY(%s)" if predicates else ""
     if predicates:
         values.append(list(predicates))
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             SELECT d.claim_id FROM retrieval_searchdocument d
@@ -341,7 +342,7 @@ def nearest(
         ORDER BY distance, m.claim_id
         LIMIT %s
     """  # noqa: S608 - as above
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         rows: list[Any] = []
         if indexed:
             # Keep scanning the HNSW graph until enough rows pass the filters.
@@ -356,7 +357,7 @@ def nearest(
 
 def votes(claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
     """(up, down) per claim that has votes."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT claim_id, count(*) FILTER (WHERE helpful), count(*) FILTER (WHERE NOT helpful)"
             " FROM retrieval_feedback WHERE claim_id = ANY(%s) GROUP BY claim_id",
@@ -387,7 +388,7 @@ _DOCUMENTS_TEXT = _DOCUMENTS.replace(", ''", ", text", 1)
 
 def documents(claim_ids: list[int], *, with_text: bool) -> dict[int, Candidate]:
     """The candidates' index rows, as plain tuples; their text only when stage 3 reads it."""
-    with connection.cursor() as cursor:  # raw: the ORM's compilation cost more than the read
+    with read_connection().cursor() as cursor:  # raw: the ORM's compilation cost more than the read
         cursor.execute(_DOCUMENTS_TEXT if with_text else _DOCUMENTS, [list(claim_ids)])
         return {row[0]: Candidate(*row) for row in cursor.fetchall()}
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from django.db import connection
 from django.db.models import Count, Manager, Q, QuerySet
 
+from common.reads import read_connection
 from curation.domain.ontology import DEFAULT_ONTOLOGY, ENTITY_SLOT, Ontology
 from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import ClaimStatus
@@ -241,7 +241,7 @@ def _had(entity_ids: set[int], groups: list[str], at: dt.datetime | None = None)
     incoming: list[str] = []
     members: set[int] = set()
     params: dict[str, Any] = {"ids": sorted(entity_ids), "ever": [str(s) for s in _EVER], "at": at}
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(_FACTS_SQL, params)
         rows = cursor.fetchall()
     sides = {row[0] for row in rows}
