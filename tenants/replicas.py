@@ -74,6 +74,22 @@ _lock = threading.Lock()
 _turn = itertools.count()
 
 
+# Told of each choice (the alias serving a block) and each check (alias, lag or None
+# when down): the composition root connects its metrics here (vera/apps.py).
+_served: list[Callable[[str], None]] = []
+_checked: list[Callable[[str, float | None], None]] = []
+
+
+def observe(
+    served: Callable[[str], None], checked: Callable[[str, float | None], None]
+) -> None:
+    """Call `served(alias)` for each block of reads, `checked(alias, lag)` for each check."""
+    if served not in _served:
+        _served.append(served)
+    if checked not in _checked:
+        _checked.append(checked)
+
+
 def configured() -> list[str]:
     """The database aliases of the standbys that serve reads (none unless configured)."""
     return list(getattr(settings, "VERA_DB__REPLICAS", []))
@@ -138,6 +154,8 @@ def state(alias: str, *, fresh: bool = False) -> ReplicaState:
         if age < wait:
             return known
     found = probe(alias)
+    for checked in _checked:
+        checked(alias, found.lag_s if found.up else None)
     if not found.up and (known is None or known.up):
         logger.warning("read replica %s is unavailable (%s); reads go to the primary",
                        alias, found.problem)  # fmt: skip
@@ -262,6 +280,8 @@ def reading(principal: Principal) -> Iterator[str]:
         alias, nested = block.reads, True
     else:
         (alias, _why), nested = choose(principal), False
+        for served in _served:
+            served(alias)
     if alias == DEFAULT_DB_ALIAS:
         if nested:
             yield alias

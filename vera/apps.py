@@ -20,7 +20,9 @@ class VeraConfig(AppConfig):
         from curation.services.outbox import outbox_set_notifier
         from curation.tasks import wake_interactive_lane
         from retrieval import bootstrap as retrieval_bootstrap
+        from tenants import replicas
 
+        from . import metrics
         from .checks import renamed_variables
         from .db import grant_app_role
         from .wiring import CurationProviders, RetrievalProviders, connector_kinds_check
@@ -30,5 +32,7 @@ class VeraConfig(AppConfig):
         connector_kinds_check()  # a kind half-wired fails every process at start
         curation_bootstrap.install(CurationProviders())
         retrieval_bootstrap.install(RetrievalProviders())
+        # Which database serves reads, and each standby's lag, as metrics.
+        replicas.observe(metrics.read_served, metrics.replica_checked)
         # A committed review decision wakes the interactive lane's worker at once.
         outbox_set_notifier(wake_interactive_lane)

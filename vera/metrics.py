@@ -92,6 +92,18 @@ HTTP_REQUEST_DURATION = Histogram(
     "its _count is the number of requests.",
     ["route", "method", "status"],
 )
+READ_BLOCKS = Counter(
+    "vera_read_blocks_total",
+    "Blocks of read-only work (searches, packs, GET pages and lists) by the database that "
+    "served them: `primary` or a standby's alias (tenants/replicas.py).",
+    ["database"],
+)
+REPLICA_LAG = Gauge(
+    "vera_replica_lag_seconds",
+    "How far a read replica's replay was behind the primary at its last check (-1: down).",
+    ["replica"],
+    multiprocess_mode=MEASURED,
+)
 SEARCH_STAGE = Histogram(
     "vera_search_stage_seconds",
     "Time one live search spent in a stage (lexical, embed, vector, blend, rerank, log).",
@@ -221,3 +233,12 @@ class ProviderMetrics:
         if breaker is not None:
             is_open = breaker.state is not BreakerState.CLOSED
             PROVIDER_BREAKER_OPEN.labels(provider=provider).set(int(is_open))
+
+
+def read_served(alias: str) -> None:
+    """One block of read-only work served by `alias` (the primary is `default`)."""
+    READ_BLOCKS.labels(database="primary" if alias == "default" else alias).inc()
+
+
+def replica_checked(alias: str, lag_s: float | None) -> None:
+    REPLICA_LAG.labels(replica=alias).set(-1.0 if lag_s is None else lag_s)

@@ -32,6 +32,7 @@ import psycopg
 import pytest
 from django.db import connections
 from django.test import Client
+from prometheus_client import REGISTRY
 
 from curation.models import Claim
 from devtools.common import Profile
@@ -120,6 +121,10 @@ def tenant(transactional_db: None) -> Tenant:
     return make_tenant("Acme")
 
 
+def _served_by(alias: str) -> float:
+    return REGISTRY.get_sample_value("vera_read_blocks_total", {"database": alias}) or 0.0
+
+
 def _hit_texts(principal: Principal, text: str) -> str:
     served = usecases.search(principal, Query(text=text, k=10))
     return " ".join(hit.fact for hit in served.result.hits).lower()
@@ -179,7 +184,9 @@ def test_a_search_reads_the_standby(standby: str, tenant: Tenant, tmp_path: Path
         with rls.tenant_context(viewer):  # the primary has it
             assert Claim.objects.filter(fact_text__icontains="ledger-api").exists()
         assert replicas.choose(viewer) == (standby, "standby")
+        served_before = _served_by(standby)
         assert "billing-api" in _hit_texts(viewer, "where does billing-api run")
+        assert _served_by(standby) == served_before + 1  # vera_read_blocks_total
         assert "ledger-api" not in _hit_texts(viewer, "where does ledger-api run")
         pack = usecases.context_pack(
             viewer, ContextRequest(query=Query(text="ledger-api"), token_budget=500)

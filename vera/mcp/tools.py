@@ -40,7 +40,7 @@ from retrieval.domain.context import parse_context
 from retrieval.domain.query import Query, parse_query
 from retrieval.models import SearchHit, Snapshot
 from retrieval.usecases import SnapshotRefused, pack_payload
-from tenants import rls
+from tenants import replicas, rls
 from tenants.domain.access import Principal
 from tenants.domain.limits import Budget
 from tenants.selectors import principal_within
@@ -75,6 +75,14 @@ def _as(principal: Principal, scope: str | None = None) -> Iterator[Principal]:
             raise ToolError(f"No such scope visible to you: {scope}.")
         acting = narrowed
     with rls.tenant_context(acting):
+        yield acting
+
+
+@contextmanager
+def _reading(principal: Principal) -> Iterator[Principal]:
+    """`_as` for a tool that only reads: on a hot standby when one may serve the caller
+    (tenants.replicas), as the REST reads are."""
+    with _as(principal) as acting, replicas.reading(acting):
         yield acting
 
 
@@ -178,7 +186,7 @@ def entity(principal: Principal, *, name_or_id: str, as_of: str | None) -> dict[
     """An entity brief: current facts (or those valid `as_of`), recent changes, aliases,
     neighbours one hop away; every fact with its citations."""
     instant = _instant(as_of)
-    with _as(principal):
+    with _reading(principal):
         found = _entity(name_or_id)
         view = curation_selectors.entity_view(entity_id=found.pk)
         if view is None:
@@ -235,13 +243,13 @@ def _related(
 
 def related(principal: Principal, *, entity: str, hops: int, as_of: str | None) -> dict[str, Any]:
     """Entities and values within `hops` of the entity, each path's claims cited."""
-    with _as(principal):
+    with _reading(principal):
         return _related(principal, _entity(entity), hops=hops, as_of=as_of)
 
 
 def claim_history(principal: Principal, *, claim_id: int) -> dict[str, Any]:
     """Every value the claim's subject and predicate have had, oldest first, cited."""
-    with _as(principal):
+    with _reading(principal):
         history = curation_selectors.claim_history(claim_id=claim_id)
         if not history:
             raise ToolError(f"No claim {claim_id} visible to you.")
