@@ -80,9 +80,7 @@ _served: list[Callable[[str], None]] = []
 _checked: list[Callable[[str, float | None], None]] = []
 
 
-def observe(
-    served: Callable[[str], None], checked: Callable[[str, float | None], None]
-) -> None:
+def observe(served: Callable[[str], None], checked: Callable[[str, float | None], None]) -> None:
     """Call `served(alias)` for each block of reads, `checked(alias, lag)` for each check."""
     if served not in _served:
         _served.append(served)
@@ -310,7 +308,8 @@ def read_only[T](principal: Principal, work: Callable[[], T]) -> T:
         try:
             return work()
         except _FAILED as error:
-            if connections[alias].is_usable():
+            used = connections[alias]
+            if used.connection is not None and used.is_usable():
                 raise  # the standby is fine: the error is the primary's or the work's
             mark_down(alias, error)
             with reads_from(DEFAULT_DB_ALIAS):

@@ -34,6 +34,7 @@ from django.db import connections
 from django.test import Client
 from prometheus_client import REGISTRY
 
+from common.reads import read_alias
 from curation.models import Claim
 from devtools.common import Profile
 from devtools.standby import Standby
@@ -227,6 +228,32 @@ def test_a_stopped_standby_falls_back_without_an_error(
         assert health["replicas"][0]["up"] is False  # type: ignore[index]
     finally:
         server.start(Profile.named("test").secrets())
+    replicas.forget()
+    assert replicas.choose(viewer)[0] == standby
+
+
+def test_a_standby_lost_mid_read_is_read_again_on_the_primary(
+    standby: str, tenant: Tenant, tmp_path: Path, settings: object
+) -> None:
+    viewer = tenant.principal(tenant.viewer)
+    settings.VERA_DB__REPLICA_RETRY_S = 60  # type: ignore[attr-defined]
+    ingest_markdown(tenant, tmp_path, BILLING)
+    wait_replayed()
+    read_from: list[str] = []
+
+    def work() -> int:
+        read_from.append(read_alias())
+        if len(read_from) == 1:  # the standby's backend dies under the read
+            pid = connections[standby].connection.info.backend_pid
+            with _standby_admin() as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        return Claim.objects.count()
+
+    with rls.tenant_context(viewer):
+        counted = replicas.read_only(viewer, work)
+        assert counted == Claim.objects.count() > 0
+    assert read_from == [standby, "default"]
+    assert replicas.state(standby).up is False  # skipped until its retry interval passes
     replicas.forget()
     assert replicas.choose(viewer)[0] == standby
 
