@@ -221,7 +221,9 @@ def activate(principal: Principal, *, using: str = "default") -> None:
     if using == DEFAULT_DB_ALIAS and block is not None and block.alias != DEFAULT_DB_ALIAS:
         # The request reads on a standby: the same groups there (its transaction's end,
         # with the request's, restores nothing that could leak).
-        _set_both(_encode(principal), _encode_reads(principal), using=block.alias)
+        shows = (block.alias, _encode(principal), _encode_reads(principal))
+        _set_both(shows[1], shows[2], using=block.alias)
+        _STANDBY_SHOWS.set(shows)
     # Not reset here: the request's tenant_context (TenantContextMiddleware) encloses this
     # and restores the groups on its exit.
     _ACTING.set(principal)
@@ -318,6 +320,12 @@ def _has_written(using: str) -> bool:
     return bool(row and row[0])
 
 
+# What the current standby transaction shows: (alias, groups, read groups).
+_STANDBY_SHOWS: ContextVar[tuple[str, str, str] | None] = ContextVar(
+    "vera_standby_shows", default=None
+)
+
+
 @contextmanager
 def standby_context(principal: Principal, *, using: str) -> Iterator[Principal]:
     """A read-only transaction on a hot standby in which Postgres shows exactly
@@ -328,21 +336,28 @@ def standby_context(principal: Principal, *, using: str) -> Iterator[Principal]:
     the standby's while ending it (the standby went away) is not the caller's: it is
     dropped with the connection.
     """
+    shows = (using, _encode(principal), _encode_reads(principal))
+    if _STANDBY_SHOWS.get() == shows:  # already so (a narrowing that narrowed nothing)
+        yield principal
+        return
     atomic = transaction.atomic(using=using)
     atomic.__enter__()
     try:
-        _set_both(_encode(principal), _encode_reads(principal), using=using)
+        _set_both(shows[1], shows[2], using=using)
     except BaseException:
         with suppress(DatabaseError):
             atomic.__exit__(*sys.exc_info())
         connections[using].close()
         raise
+    token = _STANDBY_SHOWS.set(shows)
     try:
         yield principal
     except BaseException:
         with suppress(DatabaseError):
             atomic.__exit__(*sys.exc_info())
         raise
+    finally:
+        _STANDBY_SHOWS.reset(token)
     transaction.set_rollback(True, using=using)
     try:
         atomic.__exit__(None, None, None)

@@ -43,6 +43,8 @@ from retrieval.domain.context import ContextRequest
 from retrieval.domain.query import Query
 from tenants import replicas, rls
 from tenants.domain.access import Principal
+from tenants.domain.scopes import Role
+from tenants.usecases import membership_grant
 from tests.integration.test_rls_introspection import EXEMPT, TENANT_TABLES_SQL, _fill
 from tests.support.ingest import ingest_folder, ingest_markdown
 from tests.support.tenancy import Tenant, make_tenant
@@ -195,6 +197,28 @@ def test_a_search_reads_the_standby(standby: str, tenant: Tenant, tmp_path: Path
         assert "ledger-api" not in json.dumps(usecases.pack_payload(pack)).lower()
     wait_replayed()
     assert "ledger-api" in _hit_texts(viewer, "where does ledger-api run")
+
+
+def test_a_scope_narrows_the_standbys_reads_as_the_primarys(
+    standby: str, tenant: Tenant, tmp_path: Path
+) -> None:
+    other = make_tenant("Globex")
+    membership_grant(user_id=tenant.viewer.pk, scope_id=other.workspace.pk, role=Role.VIEWER)
+    ingest_markdown(tenant, tmp_path / "acme", BILLING)
+    ingest_markdown(other, tmp_path / "globex", LEDGER)
+    wait_replayed()
+    client = Client()
+    client.force_login(tenant.viewer)
+    served_before = _served_by(standby)
+    both = client.get("/api/v1/claims").json()["results"]
+    assert {claim["group_id"] for claim in both} == {
+        tenant.workspace.group_id,
+        other.workspace.group_id,
+    }
+    narrowed = client.get(f"/api/v1/claims?scope={other.workspace.group_id}").json()["results"]
+    assert narrowed
+    assert {claim["group_id"] for claim in narrowed} == {other.workspace.group_id}
+    assert _served_by(standby) == served_before + 2  # both lists were read on the standby
 
 
 # --- falling back ---------------------------------------------------------------------
