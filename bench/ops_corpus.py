@@ -144,14 +144,33 @@ def _countries() -> list[str]:
     return names
 
 
-class Vocabulary:
-    """The named things of an imaginary company's infrastructure (seeded)."""
+def _more_services(count: int, *, seed: int) -> list[str]:
+    """`count` service names past the base vocabulary's (`DOMAINS` x `KINDS` x `VARIANTS`):
+    its names numbered from 2 ("payments-api-v2-3"), shuffled by `seed` with a generator
+    of their own, so a corpus the base names cover is what it always was."""
+    if count <= 0:
+        return []
+    base = len(DOMAINS) * len(KINDS) * len(VARIANTS)
+    names = [
+        f"{d}-{k}{v}-{n}"
+        for n in range(2, 2 + -(-count // base))
+        for d in DOMAINS
+        for k in KINDS
+        for v in VARIANTS
+    ]
+    random.Random(f"{seed}:more-services").shuffle(names)  # noqa: S311 - reproducible test data
+    return names[:count]
 
-    def __init__(self, *, seed: int = 7) -> None:
+
+class Vocabulary:
+    """The named things of an imaginary company's infrastructure (seeded): at least
+    `services` services (5,952 unless more are asked for)."""
+
+    def __init__(self, *, seed: int = 7, services: int = 0) -> None:
         rng = random.Random(seed)  # noqa: S311 - reproducible test data, not secrets
-        services = [f"{d}-{k}{v}" for d in DOMAINS for k in KINDS for v in VARIANTS]
-        rng.shuffle(services)
-        self.services = services
+        names = [f"{d}-{k}{v}" for d in DOMAINS for k in KINDS for v in VARIANTS]
+        rng.shuffle(names)
+        self.services = names + _more_services(services - len(names), seed=seed)
         self.hosts = [
             f"{pool}-{env}-{region.replace('-', '')}-{n:02d}"
             for pool in POOLS
@@ -323,12 +342,15 @@ REVISED = {"RUNS_ON", "OWNED_BY", "HAS_VERSION", "ON_CALL"}
 
 
 class Corpus:
-    """`size` published facts over the first services of the vocabulary, ~5% with a revision."""
+    """`size` published facts over the first services of the vocabulary (about
+    FACTS_PER_SERVICE each), ~5% with a revision."""
 
     def __init__(self, *, size: int, now: dt.datetime, seed: int = 7) -> None:
         self.size, self.now, self.seed = size, now, seed
-        self.vocabulary = Vocabulary(seed=seed)
-        count = min(len(self.vocabulary.services), max(1, size // FACTS_PER_SERVICE))
+        # About FACTS_PER_SERVICE facts per service at any size: past 107,000 facts the
+        # vocabulary grows numbered services rather than piling facts on the same ones.
+        count = max(1, size // FACTS_PER_SERVICE)
+        self.vocabulary = Vocabulary(seed=seed, services=count)
         self.services = self.vocabulary.services[:count]
 
     def fact(self, index: int) -> Fact:

@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,20 +20,21 @@ from django.contrib.auth import get_user_model
 from django.db import models
 from django.utils import timezone
 
-from bench.common import analyze, db_name, lift_rate_limits, timed
+from bench.common import analyze, bench_workspace, db_name, lift_rate_limits, timed
 from bench.ops_corpus import SOURCES, Corpus, Fact, episode_url
+from curation.domain.names import normalize_name
 from curation.domain.tiers import AUTHORITY, ClaimStatus, Tier, Verification
-from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Source
+from curation.models import Claim, Entity, EntityAlias, Episode, EpisodeStatus, Evidence, Source
 from curation.ports import Embedder
 from curation.usecases import claims_load
 from retrieval.models import GroupEmbedding, SearchDocument, Snapshot
 from retrieval.usecases import INDEXED_STATUSES, index_claims, snapshot_build, snapshot_take
 from tenants import rls
 from tenants.domain.access import Principal
-from tenants.domain.scopes import Role, ScopeKind
+from tenants.domain.scopes import Role
 from tenants.models import Scope
 from tenants.selectors import principal_for_user, principal_system
-from tenants.usecases import api_key_issue, membership_grant, scope_create
+from tenants.usecases import api_key_issue, membership_grant
 
 WORKSPACE = "Latency WS"
 CHUNK = 4000
@@ -52,9 +53,12 @@ def _crc(text: str) -> int:
 
 
 class _Loader:
-    """Entities, sources and episodes made once; claims and evidence chunk by chunk."""
+    """Entities (with their names as aliases, when asked), sources and episodes made once;
+    claims and evidence chunk by chunk."""
 
-    def __init__(self, *, corpus: Corpus, group_id: str, principal: Principal) -> None:
+    def __init__(
+        self, *, corpus: Corpus, group_id: str, principal: Principal, aliases: bool = False
+    ) -> None:
         self.group_id, self.principal = group_id, principal
         with rls.tenant_context(principal):
             names = corpus.vocabulary.entities().items()
@@ -63,6 +67,16 @@ class _Loader:
                 (Entity(group_id=group_id, canonical_name=n, entity_type=k) for n, k in names),
             )
             self.entity = {row.canonical_name: row.pk for row in entities}
+            if aliases:  # what entity resolution stores for a new entity: its own name
+                EntityAlias.objects.bulk_create(
+                    (
+                        EntityAlias(group_id=group_id, entity_id=pk, alias=name,
+                                    alias_norm=normalize_name(name), method="new")
+                        for name, pk in self.entity.items()
+                    ),
+                    batch_size=CHUNK,
+                    ignore_conflicts=True,  # two names of one normal form: the first keeps it
+                )  # fmt: skip
             self.source = {name: self._source(name, kind, tier) for name, kind, tier in SOURCES}
             now = timezone.now()
             episodes = _bulk(Episode, (
@@ -136,31 +150,68 @@ class _Loader:
         return [claim.pk for claim in (*current, *older)]
 
 
-def load(*, corpus: Corpus) -> tuple[Scope, list[int]]:
-    """A fresh organisation and workspace holding the corpus; returns it and the claim ids."""
-    org = scope_create(kind=ScopeKind.ORGANISATION, name="Latency Org")
-    workspace = scope_create(kind=ScopeKind.WORKSPACE, name=WORKSPACE, parent_id=org.pk)
-    principal = principal_system("bench", group_ids=[workspace.group_id])
-    loader = _Loader(corpus=corpus, group_id=workspace.group_id, principal=principal)
+def load(
+    *,
+    corpus: Corpus,
+    name: str = WORKSPACE,
+    aliases: bool = False,
+    each_chunk: Callable[[Scope, list[int]], object] | None = None,
+) -> tuple[Scope, list[int]]:
+    """A new workspace `name` (in the organisation "Latency Org") holding the corpus;
+    returns it and the claim ids.
+
+    With `aliases` every entity has its name as an alias, as entity resolution gives a
+    new one (question understanding finds the entities a question names by their
+    aliases: without, it finds none). `each_chunk` is told each chunk's new claim ids as
+    soon as they are committed (a bulk ingest indexing as it goes).
+    """
+    workspace, principal = bench_workspace("Latency Org", name)
+    loader = _Loader(
+        corpus=corpus, group_id=workspace.group_id, principal=principal, aliases=aliases
+    )
     ids: list[int] = []
     for start in range(0, corpus.size, CHUNK):
         stop = min(start + CHUNK, corpus.size)
-        ids += loader.chunk([corpus.fact(i) for i in range(start, stop)])
+        written = loader.chunk([corpus.fact(i) for i in range(start, stop)])
+        ids += written
+        if each_chunk is not None:
+            each_chunk(workspace, written)
     return workspace, ids
 
 
 def index_all(ids: list[int], *, workspace: Scope, embedder: Embedder) -> int:
-    """Index the claims in batches through `index_claims`, printing progress; returns the count."""
+    """Index the claims in batches through `index_claims`, printing progress (the rate so
+    far, and over the last 10,000 or more: whether it falls as the index grows); returns
+    the count."""
     principal = principal_system("bench", group_ids=[workspace.group_id])
-    done, started, reported = 0, time.perf_counter(), 0
+    done, started, reported, last = 0, time.perf_counter(), 0, time.perf_counter()
     for start in range(0, len(ids), INDEX_BATCH):
         with rls.tenant_context(principal):
             done += index_claims(claim_ids=ids[start : start + INDEX_BATCH], embedder=embedder)
         if done - reported >= 10_000:
-            reported = done
-            rate = done / (time.perf_counter() - started)
-            print(f"  indexed {done}/{len(ids)} ({rate:.0f} documents/s)", flush=True)
+            now = time.perf_counter()
+            rate, recent = done / (now - started), (done - reported) / (now - last)
+            reported, last = done, now
+            print(
+                f"  indexed {done}/{len(ids)} ({rate:.0f} documents/s; lately {recent:.0f}/s)",
+                flush=True,
+            )
     return done
+
+
+def _index_rest(workspace: Scope, embedder: Embedder) -> None:
+    """Index what an interrupted load left without an index document (--reuse)."""
+    principal = principal_system("bench", group_ids=[workspace.group_id])
+    with rls.tenant_context(principal):
+        missing = Claim.objects.filter(status__in=INDEXED_STATUSES, search_document__isnull=True)
+        ids = list(missing.order_by("pk").values_list("pk", flat=True))
+    print(f"resume           indexing the {len(ids)} claims a load left unindexed", flush=True)
+    with timed() as took:
+        done = index_all(ids, workspace=workspace, embedder=_loading_embedder(embedder))
+    print(
+        f"index            {done} documents in {took[0]:.1f} s ({done / took[0]:.0f} documents/s)"
+    )
+    analyze()
 
 
 @dataclass(frozen=True)
@@ -228,11 +279,20 @@ def _loading_embedder(configured: Embedder) -> Embedder:
     return MiniLMEmbedder(intra_op_threads=None, batch_size=32)
 
 
-def ensure_loaded(*, claims: int, reuse: bool, embedder: Embedder) -> Corpus:
-    """The corpus in the bench database: loaded and indexed now, or found loaded (--reuse)."""
+def ensure_loaded(*, claims: int, reuse: bool, embedder: Embedder, aliases: bool = False) -> Corpus:
+    """The corpus in the bench database: loaded and indexed now (with the entities' names
+    as aliases when asked: `load`), or found loaded (--reuse; an index an interrupted run
+    left unfinished is finished first)."""
     workspace = Scope.objects.filter(name=WORKSPACE).first()
     if reuse and workspace is not None:
         state = loaded_state(workspace=workspace)
+        if (
+            state.published == claims
+            and state.unindexed > 0
+            and state.model in (None, embedder.model)
+        ):
+            _index_rest(workspace, embedder)
+            state = loaded_state(workspace=workspace)
         wanted = (claims, 0, embedder.model, embedder.dimension)
         if (state.published, state.unindexed, state.model, state.dimension) != wanted:
             raise SystemExit(
@@ -243,8 +303,12 @@ def ensure_loaded(*, claims: int, reuse: bool, embedder: Embedder) -> Corpus:
         return Corpus(size=claims, now=timezone.now())
     corpus = Corpus(size=claims, now=timezone.now())
     with timed() as took:
-        workspace, ids = load(corpus=corpus)
-    print(f"load             {len(ids)} claims ({claims} published) in {took[0]:.1f} s", flush=True)
+        workspace, ids = load(corpus=corpus, aliases=aliases)
+    print(
+        f"load             {len(ids)} claims ({claims} published) in {took[0]:.1f} s "
+        f"({len(ids) / took[0]:.0f} claims/s)",
+        flush=True,
+    )
     loading = _loading_embedder(embedder)
     with timed() as took:
         done = index_all(ids, workspace=workspace, embedder=loading)
