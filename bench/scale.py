@@ -69,6 +69,7 @@ from bench.search_latency import (
     WARM_UP_PER_SLOT,
     WORKERS,
     Run,
+    _levels,
     _search,
     app_database_url,
     http_server,
@@ -490,13 +491,6 @@ def ingest_report(windows: list[IngestWindow]) -> None:
 
 
 # --- main -------------------------------------------------------------------------------------
-
-
-def _levels(text: str) -> list[int]:
-    levels = [int(part) for part in text.split(",") if part.strip()]
-    if not levels or min(levels) < 1:
-        raise argparse.ArgumentTypeError("a comma-separated list of positive integers")
-    return levels
 
 
 def _arguments() -> argparse.Namespace:
