@@ -3,6 +3,7 @@
     env -u DATABASE_URL -u DATABASE_OWNER_URL -u REDIS_URL .venv/bin/python -m bench.scale \\
         [--claims 1000000] [--reuse] [--replica] [--ingest-during] [--requests 400]
         [--concurrency 1,8] [--ingest-claims 100000] [--ingest-window 60] [--outbox 20000]
+        [--no-snapshot]
 
 In its own database (`vera_bench_scale`) and graph (`vera_bench_scale`) on the test
 profile's servers:
@@ -81,7 +82,7 @@ from bench.search_latency import (
 EMBEDDER = "hashing"
 SLOTS = WORKERS * THREADS
 INGEST_SEED = 8  # the ingested corpus's (the measured workspace's is 7)
-INGESTED = re.compile(r"^ingested (\d+) claims in ([0-9.]+) s$", re.MULTILINE)
+INGESTED = re.compile(r"^ingested (\d+) claims \((\d+) indexed\) in ([0-9.]+) s$", re.MULTILINE)
 SEARCH_TABLES = (
     "retrieval_searchdocument", "retrieval_lexicalterm", "retrieval_lexicaltermstat",
     "retrieval_lexicalcorpus", "retrieval_companionvector", "retrieval_snapshotdocument",
@@ -225,12 +226,18 @@ def search_runs(
     def take(count: int) -> list[str]:
         return list(itertools.islice(questions, count))
 
+    def shown(run: Run) -> Run:
+        """A run, printed as soon as it is measured (an interrupted bench keeps it)."""
+        report([run])
+        print(f"{run.label:<26} {_steps(run, 'understood')}", flush=True)
+        return run
+
     common = {"base": base, "key": key, "cap_s": args.time_cap}
     warm = measure(**common, queries=take(SLOTS * WARM_UP_PER_SLOT), concurrency=SLOTS)
     print(f"warm-up          {len(warm.samples)} requests in {warm.seconds:.1f} s", flush=True)
     runs = [
-        measure(**common, queries=take(args.requests), concurrency=level,
-                label=f"{prefix}now, c={level}")
+        shown(measure(**common, queries=take(args.requests), concurrency=level,
+                      label=f"{prefix}now, c={level}"))
         for level in args.concurrency
     ]  # fmt: skip
     for level in args.concurrency:
@@ -239,12 +246,13 @@ def search_runs(
                     concurrency=level, extra={"as_of": _instant(days)})
             for days in AS_OF_DAYS_AGO
         ]  # fmt: skip
-        runs.append(_merged(f"{prefix}as_of x3, c={level}", parts))
+        runs.append(shown(_merged(f"{prefix}as_of x3, c={level}", parts)))
     if snapshot is not None:
         verify_snapshot_per_worker(base, key, snapshot, questions)
         runs += [
-            measure(**common, queries=take(args.requests), concurrency=level,
-                    extra={"snapshot": str(snapshot)}, label=f"{prefix}snapshot, c={level}")
+            shown(measure(**common, queries=take(args.requests), concurrency=level,
+                          extra={"snapshot": str(snapshot)},
+                          label=f"{prefix}snapshot, c={level}"))
             for level in args.concurrency
         ]  # fmt: skip
     return runs
@@ -402,13 +410,19 @@ def ingest_worker(claims: int, name: str) -> int:
 
     embedder = configured_embedder()
     started = time.perf_counter()
-    written = 0
+    inserted = indexed = 0
+
+    def said() -> None:
+        seconds = time.perf_counter() - started
+        print(f"ingested {inserted} claims ({indexed} indexed) in {seconds:.1f} s", flush=True)
 
     def index(workspace: Any, ids: list[int]) -> None:
-        nonlocal written
+        nonlocal inserted, indexed
+        inserted += len(ids)  # the chunk is in: a window may end before its indexing does
+        said()
         for batch in itertools.batched(ids, INDEX_BATCH):
-            written += index_all(list(batch), workspace=workspace, embedder=embedder)
-            print(f"ingested {written} claims in {time.perf_counter() - started:.1f} s", flush=True)
+            indexed += index_all(list(batch), workspace=workspace, embedder=embedder)
+            said()
 
     corpus = Corpus(size=claims, now=timezone.now(), seed=INGEST_SEED)
     load(corpus=corpus, name=name, each_chunk=index)
@@ -416,15 +430,17 @@ def ingest_worker(claims: int, name: str) -> int:
     return 0
 
 
-def _ingested(log: Path) -> tuple[int, float]:
+def _ingested(log: Path) -> tuple[int, int, float]:
+    """Claims inserted and indexed so far by the ingest, and when it said so."""
     found = INGESTED.findall(log.read_text()) if log.exists() else []
-    return (int(found[-1][0]), float(found[-1][1])) if found else (0, 0.0)
+    return (int(found[-1][0]), int(found[-1][1]), float(found[-1][2])) if found else (0, 0, 0.0)
 
 
 @dataclass(frozen=True)
 class IngestWindow:
     run: Run
-    claims: int  # ingested during the window
+    claims: int  # inserted during the window
+    indexed: int  # indexed during the window
     seconds: float
     throughout: bool  # the ingest was still writing when the window closed
     standby: str = ""
@@ -444,7 +460,7 @@ def during_ingest(
     ]  # fmt: skip
     with child_process(command, env, log) as ingest:
         deadline = time.monotonic() + 600
-        while _ingested(log)[0] == 0:  # set up, and its first chunk written
+        while _ingested(log)[1] == 0:  # set up, and its first chunk indexed
             if ingest.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"the ingest did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)
@@ -456,7 +472,7 @@ def during_ingest(
         after = _ingested(log)
         throughout = ingest.poll() is None
     return IngestWindow(
-        run, after[0] - before[0], after[1] - before[1], throughout,
+        run, after[0] - before[0], after[1] - before[1], after[2] - before[2], throughout,
         watch.said() if watch is not None else "",
     )  # fmt: skip
 
@@ -477,7 +493,8 @@ def ingest_report(windows: list[IngestWindow]) -> None:
         rate = window.claims / window.seconds if window.seconds else 0.0
         print(
             f"{window.run.label}: {len(window.run.samples) / window.run.seconds:.1f} req/s; "
-            f"{window.claims} claims ingested meanwhile ({rate:.0f} claims/s)"
+            f"{window.claims} claims inserted and {window.indexed} indexed meanwhile "
+            f"({rate:.0f} claims/s inserted)"
             f"{'' if window.throughout else ' (the ingest ended before the window did)'}"
             f"{'; ' + window.standby if window.standby else ''}"
         )
@@ -505,6 +522,10 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=_levels, default=[1, 8])
     parser.add_argument("--time-cap", type=float, default=180.0, help="seconds per run")
     parser.add_argument("--outbox", type=int, default=20_000, help="claims projected as jobs")
+    parser.add_argument(
+        "--no-snapshot", dest="snapshot", action="store_false",
+        help="measure the live index only (a snapshot of 1M claims takes about an hour)",
+    )  # fmt: skip
     parser.add_argument("--ingest-claims", type=int, default=100_000)
     parser.add_argument("--ingest-window", type=float, default=60.0, help="seconds")
     parser.add_argument("--ingest-worker", type=int, default=0, help=argparse.SUPPRESS)
@@ -560,7 +581,7 @@ def main() -> int:
     _load_note("at the start")
     corpus = load_and_project(args)
     print_sizes()
-    snapshot = take_snapshot(args.reuse)
+    snapshot = take_snapshot(args.reuse) if args.snapshot else None
     replica = standby_url() if args.replica else None
     if args.replica and replica is None:
         print("standby          VERA_TEST__STANDBY_URL is not set: --replica skipped")

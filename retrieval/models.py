@@ -107,6 +107,9 @@ class SearchDocument(models.Model):
     status = models.CharField(max_length=20)
     predicate = models.CharField(max_length=100)
     subject_name = models.CharField(max_length=300)
+    subject_key = models.GeneratedField(
+        expression=Lower("subject_name"), output_field=models.CharField(), db_persist=True
+    )  # what the understood list compares (`SUBJECT_KEY`)
     source_id = models.BigIntegerField()
     tier = models.PositiveSmallIntegerField()
     authority = models.FloatField()
@@ -120,8 +123,12 @@ class SearchDocument(models.Model):
         indexes = [
             GinIndex(fields=["tsv"], name="searchdoc_tsv"),
             models.Index(fields=["group_id", "status"], name="searchdoc_group_status"),
-            # The understood list: the claims about the entities a question names.
-            models.Index(Lower("subject_name"), name="searchdoc_subject"),
+            # The understood list: the claims about the entities a question names. A
+            # stored key, not an index on `lower(subject_name)`: under row-level security
+            # a condition may run before the policy only if its functions are leakproof,
+            # and `lower()` is not, so the expression index went unused and the list read
+            # every document of the workspace; `=` on text is leakproof.
+            models.Index(fields=["subject_key"], name="searchdoc_subject_key"),
             # A workspace's documents still on its previous model (a switch's catch-up).
             models.Index(fields=["group_id", "embedding_model"], name="searchdoc_group_model"),
         ]
@@ -729,6 +736,9 @@ class SnapshotDocument(models.Model):
     status = models.CharField(max_length=20)
     predicate = models.CharField(max_length=100)
     subject_name = models.CharField(max_length=300)
+    subject_key = models.GeneratedField(
+        expression=Lower("subject_name"), output_field=models.CharField(), db_persist=True
+    )  # as SearchDocument's
     source_id = models.BigIntegerField()
     tier = models.PositiveSmallIntegerField()
     authority = models.FloatField()
@@ -748,7 +758,7 @@ class SnapshotDocument(models.Model):
         ]
         indexes = [
             GinIndex(fields=["episode_ids"], name="snapshotdoc_episodes"),
-            models.Index(F("snapshot"), Lower("subject_name"), name="snapshotdoc_subject"),
+            models.Index(fields=["snapshot", "subject_key"], name="snapshotdoc_subject_key"),
         ]
         triggers = [
             # Sealed content is never edited: erasure deletes, nothing updates.

@@ -3,15 +3,22 @@ response says what was understood (the entity, the relation, a stated time)."""
 
 from __future__ import annotations
 
+import os
 from io import StringIO
 from pathlib import Path
 
+import dj_database_url
+import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection, transaction
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
+from retrieval.domain.query import Query
 from retrieval.domain.ranking import DEFAULT_WEIGHTS
+from retrieval.services.search import sql
 from retrieval.services.weights import weight_set_activate, weight_set_create
 from tenants import rls
 from tenants.selectors import principal_system
@@ -170,3 +177,49 @@ def test_the_portal_says_why_a_stated_time_did_not_narrow_the_search(reviewer: C
         "nothing about payments-api was valid as of 2019-12-31 (&#x27;in 2019&#x27;): "
         "searched without it" in (page.content.decode())
     )
+
+
+def _analyze(table: str) -> None:
+    """ANALYZE a table as its owner (the application role may not)."""
+    owner = dj_database_url.parse(os.environ["DATABASE_OWNER_URL"])
+    with psycopg.connect(
+        host=owner["HOST"], port=owner["PORT"], user=owner["USER"], password=owner["PASSWORD"],
+        dbname=connection.settings_dict["NAME"], autocommit=True,
+    ) as conn:  # fmt: skip
+        conn.execute(f"ANALYZE {table}")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("entity_filter", [False, True])
+def test_the_understood_list_finds_a_name_through_its_index_under_row_level_security(
+    reviewer: Client, entity_filter: bool
+) -> None:
+    # Its cost must follow the facts about the name, not the workspace's size: the
+    # condition on the subject must be one the planner may run before the tenancy
+    # policy (its functions leakproof), through the subject index, as the application's
+    # (non-owner) role. On `lower(subject_name)` it may not (`lower()` is not
+    # leakproof): every document the policy lets through was read and filtered. The
+    # seeded demo is committed and analyzed, so the planner knows a name is rarer than
+    # a workspace's status.
+    _analyze("retrieval_searchdocument")
+    group = _search(reviewer, "what does billing-api run on")["weights"][0]["group_id"]
+    query = Query(text="where does it run", entity="Billing-API" if entity_filter else None)
+    where, params = sql.where_clause(query)
+    with (
+        rls.tenant_context(principal_system("test", group_ids=[group])),
+        CaptureQueriesContext(connection) as ran,
+    ):
+        found = sql.understood(["BILLING-api"], ["RUNS_ON"], where, params, 10)
+    assert found, "the name is found whatever its case"
+    [statement] = [q["sql"] for q in ran.captured_queries if "subject_key" in q["sql"]]
+    with (
+        transaction.atomic(),
+        rls.tenant_context(principal_system("test", group_ids=[group])),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user")
+        assert cursor.fetchone() == (False,), "the test must run as a role RLS applies to"
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a demo-sized table is one page
+        cursor.execute(f"EXPLAIN {statement}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan on searchdoc_subject_key" in plan, plan

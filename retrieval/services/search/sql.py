@@ -45,6 +45,14 @@ _AS_OF = [
 ]
 
 
+# The key a document's subject is found by (`SearchDocument.subject_key`: its name in
+# lower case, by the database's rules, so a name and its key always agree). A condition
+# on the stored key with `=` may use its index under row-level security; one on
+# `lower(d.subject_name)` may not (`lower()` is not leakproof).
+SUBJECT_KEY = "lower(%s::text)"
+SUBJECT_KEYS = "ARRAY(SELECT lower(n) FROM unnest(%s::text[]) n)"
+
+
 def where_clause(query: Query) -> tuple[str, list[Any]]:
     """The valid-time filter and the caller's filters, as SQL on `d`, and their values."""
     params: list[Any]
@@ -61,7 +69,7 @@ def where_clause(query: Query) -> tuple[str, list[Any]]:
             clauses.append(f"{column} = %s")
             params.append(value)
     if query.entity:
-        clauses.append("lower(d.subject_name) = lower(%s)")
+        clauses.append(f"d.subject_key = {SUBJECT_KEY}")
         params.append(query.entity)
     return " AND ".join(clauses), params
 
@@ -241,7 +249,7 @@ def understood_about(names: Sequence[str], objects: Sequence[int]) -> tuple[str,
     if objects:
         claims = "SELECT c.id FROM curation_claim c WHERE c.object_entity_id = ANY(%s)"
         return f"d.claim_id IN ({claims})", [list(objects)]
-    return "lower(d.subject_name) = ANY(%s)", [[name.casefold() for name in names]]
+    return f"d.subject_key = ANY({SUBJECT_KEYS})", [list(names)]
 
 
 def vector_literal(embedding: Sequence[float]) -> tuple[int, str]:
