@@ -363,6 +363,9 @@ class Claim(models.Model):
         ]
         indexes = [
             models.Index(fields=["subject", "predicate", "status"], name="claim_current_idx"),
+            # The predicates an entity is the object of, one probe each (understanding
+            # reads them of a value a question names, however many claims point at it).
+            models.Index(fields=["object_entity", "predicate", "status"], name="claim_object_idx"),
             models.Index(fields=["group_id", "status"], name="claim_group_status_idx"),
             # Review queues page through a status in recorded order; LIMIT stops early.
             models.Index(fields=["status", "recorded_at", "id"], name="claim_queue_order_idx"),

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Manager, Q, QuerySet
+from django.db.models import Manager, Q, QuerySet
 
 from common.reads import read_connection
 from curation.domain.ontology import DEFAULT_ONTOLOGY, ENTITY_SLOT, Ontology
 from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import ClaimStatus
-from curation.models import Claim, Entity, EntityAlias, Source
+from curation.models import Entity, EntityAlias, Source
 from curation.ports import Embedder
 from curation.selectors import ontologies_for
 from curation.services.entities import canonical
@@ -198,11 +198,31 @@ class Facts:
     then: bool = False  # some fact of theirs was valid at the time asked about
 
 
+# `incoming`: the distinct predicates of the claims each entity of `members` is the
+# object of (status among `statuses`), one index probe per predicate (a loose scan of
+# `claim_object_idx`): a value such as a region is the object of a share of every claim,
+# and reading them all to list a few predicates grew with the table, not the answer.
+_INCOMING = """
+    incoming(id, predicate) AS (
+        SELECT m.id, (SELECT c.predicate FROM curation_claim c
+                      WHERE c.object_entity_id = m.id AND c.status = ANY(%(statuses)s)
+                      ORDER BY c.predicate LIMIT 1)
+        FROM members m
+        UNION ALL
+        SELECT i.id, (SELECT c.predicate FROM curation_claim c
+                      WHERE c.object_entity_id = i.id AND c.predicate > i.predicate
+                        AND c.status = ANY(%(statuses)s)
+                      ORDER BY c.predicate LIMIT 1)
+        FROM incoming i WHERE i.predicate IS NOT NULL
+    )
+"""
+
 # In one round trip (every search that names an entity runs it): the entities and all
 # merged into them, however deep; one value of each predicate they are the subject of
 # (its kind is read from it); the predicates they are the object of. Indexed on the
 # claims' subject and object; row-level security applies as to any query.
-_FACTS_SQL = """
+_FACTS_SQL = (
+    """
     WITH RECURSIVE members(id) AS (
         SELECT unnest(%(ids)s::bigint[])
         UNION
@@ -213,11 +233,12 @@ _FACTS_SQL = """
         FROM curation_claim c
         WHERE c.subject_id IN (SELECT id FROM members) AND c.status = ANY(%(ever)s)
         ORDER BY c.predicate, c.id DESC
-    )
+    ),"""  # noqa: S608 - fixed fragments; values are parameters
+    + _INCOMING
+    + """
     SELECT 'out', predicate, object_entity_id, object_literal FROM outgoing
     UNION ALL
-    SELECT DISTINCT 'in', c.predicate, NULL::bigint, NULL FROM curation_claim c
-    WHERE c.object_entity_id IN (SELECT id FROM members) AND c.status = ANY(%(ever)s)
+    SELECT DISTINCT 'in', predicate, NULL::bigint, NULL FROM incoming WHERE predicate IS NOT NULL
     UNION ALL
     SELECT 'member', NULL, id, NULL FROM members
     UNION ALL
@@ -230,6 +251,7 @@ _FACTS_SQL = """
         AND c.status = ANY(%(ever)s) AND c.valid_from <= %(at)s
         AND (c.valid_to IS NULL OR c.valid_to > %(at)s))
 """
+)
 
 
 def _had(entity_ids: set[int], groups: list[str], at: dt.datetime | None = None) -> Facts:
@@ -240,7 +262,8 @@ def _had(entity_ids: set[int], groups: list[str], at: dt.datetime | None = None)
     kinds: dict[str, frozenset[str]] = {}
     incoming: list[str] = []
     members: set[int] = set()
-    params: dict[str, Any] = {"ids": sorted(entity_ids), "ever": [str(s) for s in _EVER], "at": at}
+    ever = [str(s) for s in _EVER]
+    params: dict[str, Any] = {"ids": sorted(entity_ids), "ever": ever, "statuses": ever, "at": at}
     with read_connection().cursor() as cursor:
         cursor.execute(_FACTS_SQL, params)
         rows = cursor.fetchall()
@@ -276,21 +299,45 @@ def mapped_columns(groups: Iterable[str], predicates: Iterable[str]) -> dict[str
     return words
 
 
+# At most this many claims of one predicate are counted for a value named in a question:
+# the shares `value_hints` reads are exact below it, and the count stays bounded however
+# many claims the value is the object of (a region of a million-claim workspace).
+VALUE_SAMPLE = 1000
+
+# The named entities no visible published claim has as its subject, each predicate they
+# are the object of, and how many such claims (up to `VALUE_SAMPLE`): one round trip.
+_VALUES_SQL = (
+    """
+    WITH RECURSIVE members(id) AS (
+        SELECT e.id FROM unnest(%(ids)s::bigint[]) e(id)
+        WHERE NOT EXISTS (SELECT 1 FROM curation_claim c
+                          WHERE c.subject_id = e.id AND c.status = ANY(%(statuses)s))
+    ),"""  # noqa: S608 - fixed fragments; values are parameters
+    + _INCOMING
+    + """
+    SELECT i.id, i.predicate, (
+        SELECT count(*) FROM (
+            SELECT 1 FROM curation_claim c
+            WHERE c.object_entity_id = i.id AND c.predicate = i.predicate
+              AND c.status = ANY(%(statuses)s)
+            LIMIT %(sample)s) s)
+    FROM incoming i WHERE i.predicate IS NOT NULL
+"""
+)
+
+
 def _values(survivors: Mapping[rules.Span, list[Entity]]) -> dict[rules.Span, dict[str, int]]:
     """The mentions that name a value rather than a subject ("is X in *production*"): the
     entities only ever the object of visible published claims, with how many of each
-    predicate they are the object of (two queries, under row-level security)."""
-    ids = {entity.pk for entities in survivors.values() for entity in entities}
-    published = Claim.objects.filter(status=ClaimStatus.PUBLISHED)
-    subjects = set(
-        published.filter(subject_id__in=ids).values_list("subject_id", flat=True).distinct()
-    )
+    predicate they are the object of, up to `VALUE_SAMPLE` (one query, under row-level
+    security)."""
+    ids = sorted({entity.pk for entities in survivors.values() for entity in entities})
+    published = [str(ClaimStatus.PUBLISHED)]
+    params: dict[str, Any] = {"ids": ids, "statuses": published, "sample": VALUE_SAMPLE}
+    with read_connection().cursor() as cursor:
+        cursor.execute(_VALUES_SQL, params)
+        rows = cursor.fetchall()
     counts: dict[int, dict[str, int]] = {}
-    rows = (
-        published.filter(object_entity_id__in=ids - subjects)
-        .values_list("object_entity_id", "predicate")
-        .annotate(n=Count("id"))
-    )
     for entity_id, predicate, n in rows:
         counts.setdefault(entity_id, {})[predicate] = n
     values: dict[rules.Span, dict[str, int]] = {}
