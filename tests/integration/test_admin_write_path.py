@@ -178,8 +178,11 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
     reprocess_now(run_id=run.pk, group_id=source.group_id)
     tenant_a.issue_key(owner=tenant_a.viewer)
     with rls.tenant_context(world.principal):
-        claim_ids = list(Claim.objects.values_list("pk", flat=True))
+        claim_ids = list(Claim.objects.order_by("pk").values_list("pk", flat=True))
         index_claims(claim_ids=claim_ids, embedder=retrieval_bootstrap.providers().embedder())
+        # The hit and its vote are on a claim the erasure below leaves (gone.md's go).
+        kept = Claim.objects.exclude(evidence__episode__external_id="gone.md").order_by("pk")
+        kept_id = kept.values_list("pk", flat=True)[0]
         entities = list(Entity.objects.order_by("pk")[:2])
         group_id = tenant_a.workspace.group_id
         MergeCandidate.objects.create(
@@ -188,11 +191,11 @@ def world(tenant_a: Tenant, tmp_path: Path, client: Client) -> World:
         )  # fmt: skip
         hit = SearchHit.objects.create(
             group_id=group_id, query_id="00000000-0000-0000-0000-000000000001",
-            query_text="billing", claim_id=claim_ids[0], rank=1, score=0.5, signals={},
+            query_text="billing", claim_id=kept_id, rank=1, score=0.5, signals={},
             user=tenant_a.viewer,
         )  # fmt: skip
         Feedback.objects.create(
-            group_id=group_id, hit=hit, claim_id=claim_ids[0], helpful=True,
+            group_id=group_id, hit=hit, claim_id=kept_id, helpful=True,
             user=tenant_a.viewer,
         )  # fmt: skip
         _learning_loop(world, group_id)
