@@ -228,19 +228,23 @@ class LexicalTerm(models.Model):
 
     class Meta:
         indexes = [
+            # Both lead with the group: a query term's best postings in a workspace are
+            # the top of one index range, however much other workspaces hold of the
+            # term (led by the term, a small workspace beside a large one read the
+            # large one's postings until enough of its own passed row-level security).
             # Covering as well: the as-of scan filters on validity inside the index.
             models.Index(
-                fields=["term", "-impact"],
-                include=["claim_id", "tf", "doc_len", "group_id", "valid_from", "valid_to"],
-                name="lexterm_term_impact",
+                fields=["group_id", "term", "-impact"],
+                include=["claim_id", "tf", "doc_len", "valid_from", "valid_to", "published"],
+                name="lexterm_group_term_impact",
             ),
-            # Covering (row-level security reads group_id): an index-only, early-stopping
-            # scan of the best postings of each query term.
+            # Covering: an index-only, early-stopping scan of the best postings of each
+            # query term in each group the caller sees.
             models.Index(
-                fields=["term", "-impact"],
-                include=["claim_id", "tf", "doc_len", "group_id"],
+                fields=["group_id", "term", "-impact"],
+                include=["claim_id", "tf", "doc_len"],
                 condition=Q(published=True),
-                name="lexterm_published_impact",
+                name="lexterm_group_published",
             ),
         ]
         triggers = [

@@ -1,13 +1,16 @@
-"""The inverted index behind BM25: postings from the tsvector, exact statistics, RLS, scores."""
+"""The inverted index behind BM25: postings from the tsvector, exact statistics, RLS, scores;
+and what a small workspace's lists read beside a large one."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 from collections import Counter
 
 import pytest
 from django.db import DatabaseError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from curation.domain.tiers import ClaimStatus, Verification
@@ -15,7 +18,7 @@ from curation.models import Claim, Entity, Episode, EpisodeStatus, Evidence, Sou
 from retrieval.adapters.hashing_embedder import HashingEmbedder
 from retrieval.domain import lexical
 from retrieval.domain.query import Query
-from retrieval.models import LexicalCorpus, LexicalTerm, LexicalTermStat
+from retrieval.models import LexicalCorpus, LexicalTerm, LexicalTermStat, SearchDocument
 from retrieval.services.index import index_claims
 from retrieval.services.search import sql as search_sql
 from retrieval.services.search.sql import lexical_scores
@@ -235,3 +238,101 @@ def test_candidates_are_scored_from_every_posting_when_lists_run_past_the_cut(
     # BM25, "on" and "one" included where their single posting read was another claim's.
     assert scores == pytest.approx({k: expected[k] for k in scores}, rel=1e-9)
     assert ids[2] in scores  # found by "cache" alone
+
+
+# --- What a small workspace beside a large one reads -----------------------------------
+
+LARGE = [f"kafka broker {n}" for n in range(300)]  # short: the best postings of "kafka"
+SMALL = [f"kafka runs on broker {n} of the small shared messaging cluster" for n in range(3)]
+
+
+def _nodes(plan: dict) -> list[dict]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan, depth first."""
+    found = [plan]
+    for child in plan.get("Plans", []):
+        found.extend(_nodes(child))
+    return found
+
+
+def _executed(statement: str) -> list[dict]:
+    """The nodes of `statement` as it ran (EXPLAIN ANALYZE), as the application's role."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user")
+        assert cursor.fetchone() == (False,), "the test must run as a role RLS applies to"
+        cursor.execute("SET LOCAL enable_seqscan = off")  # test-sized tables are one page
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}")
+        [[explained]] = cursor.fetchall()
+    return _nodes(explained[0]["Plan"])
+
+
+@pytest.mark.parametrize("as_of", [False, True])
+def test_a_small_workspace_reads_only_its_own_postings_beside_a_large_one(
+    tenant_a: Tenant, tenant_b: Tenant, as_of: bool
+) -> None:
+    # Its cost must follow its own postings: led by the term, the index gave the large
+    # workspace's best postings of "kafka" first, each read and dropped by row-level
+    # security before the small one's were reached.
+    _claims(tenant_a, LARGE)
+    small = _claims(tenant_b, SMALL)
+    query = Query(text="kafka", as_of=timezone.now() if as_of else None)
+    where, params = _where(query)
+    with (
+        rls.tenant_context(tenant_b.principal(tenant_b.admin)),
+        CaptureQueriesContext(connection) as ran,
+    ):
+        found = lexical_scores(query, where, params, 50)
+        [statement] = [
+            q["sql"] for q in ran.captured_queries if "retrieval_lexicalterm" in q["sql"]
+        ]
+        nodes = _executed(statement)
+    assert sorted(dict(found)) == sorted(small)
+    postings = [n for n in nodes if n.get("Relation Name") == "retrieval_lexicalterm"]
+    scans = {  # the postings' indexes read (the rescoring's probes: its key)
+        n["Index Name"] for n in nodes
+        if n.get("Index Name", "").startswith(("lexterm_", "retrieval_lexicalterm_pkey"))
+    }  # fmt: skip
+    assert scans & {"lexterm_group_term_impact", "lexterm_group_published"}, scans
+    assert scans <= {"lexterm_group_term_impact", "lexterm_group_published",
+                     "retrieval_lexicalterm_pkey"}, scans  # fmt: skip
+    assert not [n for n in postings if n["Node Type"] == "Seq Scan"]
+    read = sum(n["Actual Rows"] * n["Actual Loops"] for n in postings)
+    dropped = sum(n.get("Rows Removed by Filter", 0) for n in postings)
+    assert dropped == 0, f"{dropped} postings of another workspace read and dropped"
+    assert read <= 2 * len(SMALL), read  # its own: the candidates, then their rescoring
+
+
+def test_a_small_workspace_ranks_its_vectors_exactly_without_the_shared_index(
+    tenant_a: Tenant, tenant_b: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At most EXACT_DOCUMENTS documents: ranked exactly, through the index on its groups,
+    # never after a walk of the HNSW index every workspace shares.
+    _claims(tenant_a, LARGE)
+    small = _claims(tenant_b, [*SMALL, "the billing api depends on kafka"])
+    query = Query(text="the kafka cluster")
+    where, params = _where(query)
+    [vector] = EMBEDDER.embed([query.text])
+    with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
+        documents = {
+            d.claim_id: [float(x) for x in d.embedding]
+            for d in SearchDocument.objects.filter(claim_id__in=small)
+        }
+        with CaptureQueriesContext(connection) as ran:
+            found = search_sql.vector(vector, where, params, 10, model=EMBEDDER.model)
+        statements = [q["sql"] for q in ran.captured_queries]
+        nodes = _executed(statements[-1])
+        monkeypatch.setattr(search_sql, "EXACT_DOCUMENTS", 0)  # as if it saw many
+        with CaptureQueriesContext(connection) as indexed:
+            through_index = search_sql.vector(vector, where, params, 10, model=EMBEDDER.model)
+    assert not any("hnsw" in s for s in statements), statements
+    assert any("hnsw" in q["sql"] for q in indexed.captured_queries)
+
+    def cosine(a: list[float], b: list[float]) -> float:
+        dot = sum(x * y for x, y in zip(a, b, strict=True))
+        return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+    expected = sorted(documents, key=lambda c: (-cosine(vector, documents[c]), c))
+    assert [claim for claim, _ in found] == expected
+    assert [claim for claim, _ in through_index] == expected  # the same list, either way
+    [scan] = [n for n in nodes if n.get("Relation Name") == "retrieval_searchdocument"]
+    assert scan["Node Type"] in {"Index Scan", "Bitmap Heap Scan"}, scan  # on its groups
+    assert scan.get("Rows Removed by Filter", 0) == 0, "another workspace's documents read"

@@ -19,6 +19,7 @@ from retrieval.domain import lexical
 from retrieval.domain.understanding import FUNCTION_WORDS
 from retrieval.services.search.sql import (
     AS_OF,
+    EXACT_DOCUMENTS,
     LEXEMES,
     NOW,
     QUERY_WORDS,
@@ -230,7 +231,10 @@ class SnapshotIndex:
             values=[self.snapshot_id, *([] if companion else [model]), *params],
             dim=dim,
         )
-        return nearest(where_nearest, literal, depth, indexed=not companion)
+        # A small snapshot is ranked exactly from the start, as a small workspace is live
+        # (`sql.EXACT_DOCUMENTS`): the HNSW index holds every snapshot's documents.
+        indexed = not companion and self.size > EXACT_DOCUMENTS
+        return nearest(where_nearest, literal, depth, indexed=indexed)
 
     def votes(self, claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
         """(up, down) per claim as they were when the snapshot was taken."""

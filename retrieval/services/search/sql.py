@@ -20,6 +20,7 @@ from retrieval.domain import lexical
 from retrieval.domain.query import Query
 from retrieval.domain.understanding import FUNCTION_WORDS
 from retrieval.models import INDEXED_DIMENSIONS
+from tenants import rls
 from tenants.rls import GROUPS_SETTING
 
 # The postings each query term reads (its best by impact) to find the candidates, which
@@ -74,30 +75,46 @@ def where_clause(query: Query) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
-# One term's best postings, as SQL on `w.term`. Valid now and unfiltered, the covering
-# partial index answers alone; otherwise the documents are joined for the filters.
+# Every group the transaction's principal sees rows of (its own, and those whose published
+# knowledge it reads), from the settings row-level security reads: a statement names them
+# so that an index led by the group serves it. The policies stay the guard.
+VISIBLE_GROUPS = "(SELECT DISTINCT g FROM unnest(vera_allowed_groups() || vera_read_groups()) g)"
+
+# One term's best postings in one group, as SQL on `w.term` and `g.id` (each group's are
+# the top of one range of an index led by the group). Valid now and unfiltered, the
+# covering partial index answers alone; otherwise the documents are joined for the filters.
 _POSTINGS_NOW = """
-    SELECT t.claim_id, t.tf, t.doc_len FROM retrieval_lexicalterm t
-    WHERE t.term = w.term AND t.published
+    SELECT t.claim_id, t.tf, t.doc_len, t.impact FROM retrieval_lexicalterm t
+    WHERE t.group_id = g.id AND t.term = w.term AND t.published
     ORDER BY t.impact DESC
     LIMIT %s
 """
 # As of a time, with no other filter: the postings alone again, each term's best that were
 # valid then (every posting is of an indexed claim, and so of one valid at some time).
 _POSTINGS_AS_OF = """
-    SELECT t.claim_id, t.tf, t.doc_len FROM retrieval_lexicalterm t
-    WHERE t.term = w.term AND t.valid_from <= %s AND (t.valid_to IS NULL OR t.valid_to > %s)
+    SELECT t.claim_id, t.tf, t.doc_len, t.impact FROM retrieval_lexicalterm t
+    WHERE t.group_id = g.id AND t.term = w.term
+        AND t.valid_from <= %s AND (t.valid_to IS NULL OR t.valid_to > %s)
     ORDER BY t.impact DESC
     LIMIT %s
 """
 AS_OF = " AND ".join(_AS_OF)
 _POSTINGS_FILTERED = """
-    SELECT t.claim_id, t.tf, t.doc_len
+    SELECT t.claim_id, t.tf, t.doc_len, t.impact
     FROM retrieval_lexicalterm t JOIN retrieval_searchdocument d ON d.claim_id = t.claim_id
-    WHERE t.term = w.term AND {where}
+    WHERE t.group_id = g.id AND t.term = w.term AND {where}
     ORDER BY t.impact DESC
     LIMIT %s
 """
+# A term's best postings over the visible groups: each group's best, then the best of
+# those (what one scan in impact order over every group would read, in a cost that
+# follows the caller's own postings, not every workspace's).
+_POSTINGS_VISIBLE = f"""
+    SELECT p.claim_id, p.tf, p.doc_len FROM {VISIBLE_GROUPS} AS g(id)
+    CROSS JOIN LATERAL ({{postings}}) p
+    ORDER BY p.impact DESC
+    LIMIT %s
+"""  # noqa: S608 - fixed fragments
 
 
 def _postings(where: str, params: list[Any]) -> tuple[str, list[Any]]:
@@ -153,7 +170,8 @@ def lexical_scores(
         ),
         candidates AS (
             SELECT p.claim_id
-            FROM weights w CROSS JOIN corpus c CROSS JOIN LATERAL ({postings}) p
+            FROM weights w CROSS JOIN corpus c
+            CROSS JOIN LATERAL ({_POSTINGS_VISIBLE.format(postings=postings)}) p
             GROUP BY p.claim_id
             ORDER BY sum({TERM_SCORE.format(t="p")}) DESC, p.claim_id
             LIMIT %s
@@ -172,7 +190,7 @@ def lexical_scores(
             sql,
             [
                 query.text, lexical.PUNCTUATION, lexical.K1, lexical.B,
-                *filters, POSTINGS_PER_TERM, depth,
+                *filters, POSTINGS_PER_TERM, POSTINGS_PER_TERM, depth,
             ],
         )  # fmt: skip
         return [(row[0], row[1]) for row in cursor.fetchall()]
@@ -281,30 +299,59 @@ def vector(
     goes on until enough rows pass, but only up to `hnsw.max_scan_tuples`: a small
     workspace in a large index (or among many dead index entries) can come back short.
     Then the filtered rows are ranked exactly instead: a short answer means there are
-    few of them, so the exact ranking is cheap, and the list is complete.
+    few of them, so the exact ranking is cheap, and the list is complete. A caller who
+    sees at most `EXACT_DOCUMENTS` documents is ranked exactly from the start, through
+    the index on its groups: its cost follows its own documents, never the index's.
     """
     dim, literal = vector_literal(embedding)
+    # The groups as values, not as the settings' function: the planner then knows how
+    # few rows they hold and reads them through the index on the group.
+    groups = sorted(rls.visible_groups())
+    indexed = not groups or visible_documents() > EXACT_DOCUMENTS
+    rows = "v" if companion else "d"
+    mine, values = (
+        ("", [model]) if indexed else (f"{rows}.group_id = ANY(%s) AND ", [groups, model])
+    )
     if companion:
         source = (
             "retrieval_companionvector v JOIN retrieval_searchdocument d ON d.id = v.document_id"
         )
-        own = f"v.dimension = {dim} AND v.model = %s"
+        own = f"{mine}v.dimension = {dim} AND v.model = %s"
     else:
         source, own = (
             "retrieval_searchdocument d",
-            f"d.dimension = {dim} AND d.embedding_model = %s",
+            f"{mine}d.dimension = {dim} AND d.embedding_model = %s",
         )
     return nearest(
         Nearest(
             source=source,
             column="v.embedding" if companion else "d.embedding",
             filters=f"{own} AND {where}",
-            values=[model, *params],
+            values=[*values, *params],
             dim=dim,
         ),
         literal,
         depth,
+        indexed=indexed,
     )
+
+
+# A caller who sees at most this many indexed documents has its vector lists ranked
+# exactly (`vector`), never through the HNSW index every workspace shares. Beside a
+# million-claim workspace, a 4,096-document one waited for the index scan to give up
+# (`hnsw.max_scan_tuples`) before its exact ranking: 205 ms p50; exactly from the start,
+# 9 ms (256 dimensions, 100 nearest; bench/scale.py's database, docs/benchmarks.md).
+# About 2.5 microseconds a document: 10,000 cost some 25 ms, above which the index wins.
+EXACT_DOCUMENTS = 10_000
+
+
+def visible_documents() -> int:
+    """The indexed documents of every group the caller sees: the sizes the postings'
+    triggers keep exact per group (`retrieval_lexicalcorpus`), under row-level security."""
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT coalesce(sum(documents), 0) FROM retrieval_lexicalcorpus")
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
 
 
 class Nearest(NamedTuple):
