@@ -320,12 +320,14 @@ def ensure_loaded(*, claims: int, reuse: bool, embedder: Embedder, aliases: bool
     return corpus
 
 
-def viewer_key() -> str:
-    """A fresh API key of a viewer of the workspace, issued by its admin through the service."""
+def viewer_key(name: str = WORKSPACE, *, people_prefix: str = "latency") -> str:
+    """A fresh API key of a viewer of the workspace `name`, issued by its admin through the
+    service (the two people named with `people_prefix`, members of that workspace alone)."""
     users = get_user_model().objects
-    workspace = Scope.objects.get(name=WORKSPACE)
+    workspace = Scope.objects.get(name=name)
     people = {}
-    for username, role in (("latency-admin", Role.ADMIN), ("latency-viewer", Role.VIEWER)):
+    named = ((f"{people_prefix}-admin", Role.ADMIN), (f"{people_prefix}-viewer", Role.VIEWER))
+    for username, role in named:
         user = users.filter(username=username).first() or users.create_user(username=username)
         membership_grant(user_id=user.pk, scope_id=workspace.pk, role=role)
         people[role] = user

@@ -28,7 +28,11 @@ profile's servers:
    standby (`VERA_TEST__STANDBY_URL`, its database replaced by the bench's, given to
    gunicorn as `VERA_DB__REPLICA_URLS`), with the transactions the standby served and
    its replay lag.
-4. `--ingest-during`: requests/s and p50/p95 at concurrency 8 for `--ingest-window`
+4. `--small N` (4,096 by default; 0: none): a second workspace of N claims of another
+   corpus beside the large one, loaded and indexed as the ingest below does (kept by
+   `--reuse`), searched over HTTP by one client with its own viewer's key, now and
+   `as_of`: what a small tenant pays for sharing the servers, tables and indexes.
+5. `--ingest-during`: requests/s and p50/p95 at concurrency 8 for `--ingest-window`
    seconds while another process bulk-loads and indexes `--ingest-claims` claims into a
    second workspace (`claims_load` then `index_claims`, chunk after chunk, for the whole
    window): with the primary alone, and (with `--replica`) with the standby serving
@@ -82,6 +86,8 @@ from bench.search_latency import (
 EMBEDDER = "hashing"
 SLOTS = WORKERS * THREADS
 INGEST_SEED = 8  # the ingested corpus's (the measured workspace's is 7)
+SMALL_SEED = 9  # the small workspace's
+SMALL_WORKSPACE = "Small WS"
 INGESTED = re.compile(r"^ingested (\d+) claims \((\d+) indexed\) in ([0-9.]+) s$", re.MULTILINE)
 SEARCH_TABLES = (
     "retrieval_searchdocument", "retrieval_lexicalterm", "retrieval_lexicaltermstat",
@@ -395,7 +401,58 @@ def web_server(replica: str | None, log: Path) -> Iterator[str]:
         os.environ.pop("VERA_DB__REPLICA_URLS", None)
 
 
-# --- 4. during a bulk ingest ------------------------------------------------------------------
+# --- 4. a small workspace beside the large one --------------------------------------------
+
+
+def ensure_small(claims: int) -> Any:
+    """The small workspace's corpus, loaded and indexed unless it is there (by name)."""
+    from django.utils import timezone
+
+    from bench.ops_corpus import Corpus
+    from bench.ops_load import INDEX_BATCH, index_all, load
+    from retrieval.usecases import configured_embedder
+    from tenants.models import Scope
+
+    corpus = Corpus(size=claims, now=timezone.now(), seed=SMALL_SEED)
+    if Scope.objects.filter(name=SMALL_WORKSPACE).exists():
+        print(f"small workspace  reuse: {SMALL_WORKSPACE!r}")
+        return corpus
+    embedder = configured_embedder()
+    started = time.perf_counter()
+
+    def index(workspace: Any, ids: list[int]) -> None:
+        for batch in itertools.batched(ids, INDEX_BATCH):
+            index_all(list(batch), workspace=workspace, embedder=embedder)
+
+    _, ids = load(corpus=corpus, name=SMALL_WORKSPACE, aliases=True, each_chunk=index)
+    took = time.perf_counter() - started
+    print(f"small workspace  {len(ids)} claims loaded and indexed in {took:.1f} s", flush=True)
+    return corpus
+
+
+def small_runs(base: str, corpus: Any, args: argparse.Namespace, prefix: str) -> list[Run]:
+    """One client searching the small workspace with its own viewer's key: now, as_of."""
+    from bench.ops_load import viewer_key
+
+    key = viewer_key(SMALL_WORKSPACE, people_prefix="small")
+    questions = iter(corpus.questions(seed=11))
+    common = {"base": base, "key": key, "cap_s": args.time_cap, "concurrency": 1}
+    measure(**common, queries=list(itertools.islice(questions, 20)))  # its own warm-up
+    now = measure(
+        **common, queries=list(itertools.islice(questions, args.requests)),
+        label=f"{prefix}small WS now, c=1",
+    )  # fmt: skip
+    parts = [
+        measure(**common, queries=list(itertools.islice(questions, args.requests // 3)),
+                extra={"as_of": _instant(days)})
+        for days in AS_OF_DAYS_AGO
+    ]  # fmt: skip
+    runs = [now, _merged(f"{prefix}small WS as_of x3, c=1", parts)]
+    report(runs)
+    return runs
+
+
+# --- 5. during a bulk ingest ------------------------------------------------------------------
 
 
 def ingest_worker(claims: int, name: str) -> int:
@@ -526,6 +583,7 @@ def _arguments() -> argparse.Namespace:
         "--no-snapshot", dest="snapshot", action="store_false",
         help="measure the live index only (a snapshot of 1M claims takes about an hour)",
     )  # fmt: skip
+    parser.add_argument("--small", type=int, default=4096, help="a small workspace's claims")
     parser.add_argument("--ingest-claims", type=int, default=100_000)
     parser.add_argument("--ingest-window", type=float, default=60.0, help="seconds")
     parser.add_argument("--ingest-worker", type=int, default=0, help=argparse.SUPPRESS)
@@ -539,7 +597,11 @@ def _load_note(when: str) -> None:
 
 
 def _serve_and_measure(
-    args: argparse.Namespace, corpus: Any, snapshot: int | None, replica: str | None
+    args: argparse.Namespace,
+    corpus: Any,
+    snapshot: int | None,
+    replica: str | None,
+    small: Any = None,
 ) -> tuple[list[Run], list[IngestWindow]]:
     """The runs against the primary alone, then (with a standby) against the standby."""
     from bench.ops_load import viewer_key
@@ -558,6 +620,8 @@ def _serve_and_measure(
         with web_server(url, log) as base:
             with watch.watching() if watch is not None else _nothing():
                 runs += search_runs(base, key, questions, args, snapshot, prefix)
+                if small is not None:
+                    runs += small_runs(base, small, args, prefix)
             if watch is not None:
                 print(f"standby          {watch.said()}", flush=True)
             if args.ingest_during:
@@ -585,7 +649,8 @@ def main() -> int:
     replica = standby_url() if args.replica else None
     if args.replica and replica is None:
         print("standby          VERA_TEST__STANDBY_URL is not set: --replica skipped")
-    runs, windows = _serve_and_measure(args, corpus, snapshot, replica)
+    small = ensure_small(args.small) if args.small else None
+    runs, windows = _serve_and_measure(args, corpus, snapshot, replica, small)
     print(f"\n{args.claims} published claims, {EMBEDDER} embedder, gunicorn {WORKERS}x{THREADS}")
     report(runs)
     summary(runs)
