@@ -2,13 +2,15 @@
 
     env -u DATABASE_URL -u DATABASE_OWNER_URL -u REDIS_URL \\
         .venv/bin/python -m bench.memory [--conversations N] [--questions N] [--reuse]
-                                         [--data path/to/locomo.json]
+                                         [--data path/to/locomo.json] [--images]
 
 LoCoMo conversations (`/work/shared/eval/locomo_dev/locomo_dev5.json`: five long chats
 between two people over many sessions, with questions whose evidence is a set of turns)
 are ingested through the real pipeline, one workspace per conversation in the bench
 database (`vera_bench_memory`): each conversation is one JSON transcript (its sessions
-with their dates as LoCoMo writes them, each turn's speaker and text) in a tier-2
+with their dates as LoCoMo writes them, each turn's speaker and text, and the image it
+shared, with `--images`, as an attachment with LoCoMo's caption, as LoCoMo shows its
+conversations to the models it tests) in a tier-2
 conversation source (so its turns publish), indexed by draining the outbox with MiniLM
 vectors. `--reuse` keeps the workspaces an earlier run built (by name) and ingests only
 the missing ones.
@@ -22,15 +24,17 @@ Each question (those with evidence; categories 1 multi-hop, 2 temporal, 3 open-d
 - VERA search R@5 / R@10 / R@40: the live search (`live_search`, not recorded) and the
   index texts of the top 5 / 10 / 40 hits' claims (40: the hits a pack of 1,000 tokens
   reads);
-- baselines over single turns ("Speaker: text"): Okapi BM25 (k1 0.9, b 0.4), dense
+- baselines over single turns ("Speaker: text", with `--images` "Speaker: text [image:
+  caption]"): Okapi BM25 (k1 0.9, b 0.4), dense
   MiniLM cosine (the project's own passage/query embedders) and RRF (k 60) of both, each
   filling the budget greedily in rank order (a turn that does not fit is skipped, the
   next tried), tokens counted with the tokenizer packs are counted with.
 
 Evidence recall of a question = the share of its evidence turns that are inside what
 the system returned. For the baselines a turn is inside when it was selected; for VERA
-when its text is inside the pack text (or the hits' texts): both normalised (casefold,
-punctuation stripped, whitespace collapsed), a turn is inside when it is a substring, or
+when its text (its words and what it shared) is inside the pack text (or the hits'
+texts): both normalised (casefold, punctuation stripped, whitespace collapsed), a turn
+is inside when it is a substring, or
 when at least 80% of its word 5-grams (every one of its words, for a turn of fewer than
 five words) occur in that text. Averaged per question, then per category and overall;
 also the mean tokens each system used per budget (a pack's own `tokens`, header
@@ -75,10 +79,18 @@ class Turn:
     dia_id: str
     speaker: str
     text: str
+    shared: str = ""  # the caption of an image the turn shared, as LoCoMo gives it
+
+    @property
+    def said(self) -> str:
+        """The turn as every system holds it: its words, then what it shared, written as
+        the conversation connector writes an attachment."""
+        image = f"[image: {self.shared}]" if self.shared else ""
+        return " ".join(part for part in (self.text, image) if part)
 
     @property
     def line(self) -> str:
-        return f"{self.speaker}: {self.text}"
+        return f"{self.speaker}: {self.said}"
 
 
 @dataclass(frozen=True)
@@ -107,8 +119,9 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def load(path: Path) -> list[Conversation]:
-    """The conversations of a LoCoMo file, sessions in order, questions with evidence."""
+def load(path: Path, *, shared: bool = False) -> list[Conversation]:
+    """The conversations of a LoCoMo file, sessions in order, questions with evidence;
+    each turn with the caption of the image it shared when `shared`."""
     out = []
     for index, row in enumerate(json.loads(path.read_text(encoding="utf-8"))):
         chat = row["conversation"]
@@ -120,10 +133,13 @@ def load(path: Path) -> list[Conversation]:
         sessions = []
         for number in numbers:
             turns = [
-                Turn(t["dia_id"], _one_line(t["speaker"]), _one_line(t["text"]))
+                Turn(
+                    t["dia_id"], _one_line(t["speaker"]), _one_line(t.get("text", "")),
+                    _one_line(t.get("blip_caption", "")) if shared else "",
+                )
                 for t in chat[f"session_{number}"]
-                if _one_line(t.get("text", ""))
-            ]
+                if _one_line(t.get("text", "")) or (shared and _one_line(t.get("blip_caption", "")))
+            ]  # fmt: skip
             sessions.append((number, _one_line(chat.get(f"session_{number}_date_time", "")), turns))
         known = {turn.dia_id for _, _, turns in sessions for turn in turns}
         questions, skipped = [], 0
@@ -140,6 +156,14 @@ def load(path: Path) -> list[Conversation]:
     return out
 
 
+def _written(turn: Turn) -> dict[str, object]:
+    """A turn as the transcript holds it: an image it shared as an attachment."""
+    row: dict[str, object] = {"speaker": turn.speaker, "text": turn.text}
+    if turn.shared:
+        row["images"] = [{"caption": turn.shared}]
+    return row
+
+
 def write_conversation(conversation: Conversation, folder: Path) -> None:
     """The conversation as one JSON transcript, as a chat export would give it: its
     sessions in order, each with its date as LoCoMo writes it ("1:56 pm on 8 May,
@@ -151,7 +175,7 @@ def write_conversation(conversation: Conversation, folder: Path) -> None:
         "title": f"Conversation {conversation.sample_id}",
         "sessions": [
             {"title": f"Session {number}", "date": when,
-             "turns": [{"speaker": t.speaker, "text": t.text} for t in turns]}
+             "turns": [_written(t) for t in turns]}
             for number, when, turns in conversation.sessions
         ],
     }  # fmt: skip
@@ -257,7 +281,8 @@ def fill(ranking: Sequence[int], costs: Sequence[int], budget: int) -> tuple[set
 
 
 def workspace_name(conversation: Conversation) -> str:
-    return f"Memory {conversation.sample_id}"
+    shared = any(turn.shared for turn in conversation.turns)
+    return f"Memory {conversation.sample_id}" + (" (with images)" if shared else "")
 
 
 def ingest(conversation: Conversation, *, reuse: bool) -> tuple[str, float]:
@@ -322,7 +347,7 @@ def evaluate(
     principal = principal_system("bench", group_ids=[group_id])
     turns = conversation.turns
     position = {turn.dia_id: index for index, turn in enumerate(turns)}
-    text_of = {turn.dia_id: turn.text for turn in turns}
+    text_of = {turn.dia_id: turn.said for turn in turns}
     lines = [turn.line for turn in turns]
     costs = [count(line) for line in lines]
     bm25 = BM25(lines)
@@ -397,11 +422,15 @@ def main() -> int:
         help="the first N questions with evidence per conversation (0: all)",
     )  # fmt: skip
     parser.add_argument("--reuse", action="store_true", help="keep an earlier run's workspaces")
+    parser.add_argument(
+        "--images", action="store_true",
+        help="the images the turns shared (their captions) as attachments, for every system",
+    )  # fmt: skip
     args = parser.parse_args()
     os.environ.setdefault("VERA_BENCH__DB", "vera_bench_memory")
     os.environ.setdefault("VERA_MEMORY__GRAPH_NAME", "vera_bench_memory")
     os.environ["VERA_EMBEDDER__PROVIDER"] = "minilm"
-    conversations = load(args.data)
+    conversations = load(args.data, shared=args.images)
     if args.conversations:
         conversations = conversations[: args.conversations]
     setup_django(fresh=not args.reuse)

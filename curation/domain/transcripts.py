@@ -7,10 +7,17 @@ read (keys are matched case-sensitively, the first present wins):
 - JSON `{"title"?, "sessions": [{"title"?, "date"?, "turns": [turn, ...]}, ...]}`, or
   `{"title"?, "date"?, "turns": [...]}`, or a list of turns. `messages` may stand for
   `turns`; a session's time may be under `date`, `time`, `date_time` or `started_at`.
-- A turn: `{"speaker", "text", "time"?}`; the speaker may be under `speaker`, `author`,
-  `user`, `name`, `from` or `role`, the text under `text`, `content`, `message` or
-  `body`, its time under `time`, `timestamp`, `date`, `ts` or `created_at` (ISO, a
-  written date, or seconds since the epoch).
+- A turn: `{"speaker", "text", "time"?, "attachments"?}`; the speaker may be under
+  `speaker`, `author`, `user`, `name`, `from` or `role`, the text under `text`,
+  `content`, `message` or `body`, its time under `time`, `timestamp`, `date`, `ts` or
+  `created_at` (ISO, a written date, or seconds since the epoch).
+- What a turn shared (`attachments`, `files`, `images` or `media`: a list of objects, or
+  of strings that describe them) is part of what was said: each is written after the
+  turn's words as `[image: a photo of a lake at dusk]` or `[file: Q3 plan.pdf]` (or
+  `video`, `audio`: what its type or MIME type says), with its description (`caption`,
+  `alt_text`, `alt_txt`, `alt`, `description`, `title`, `fallback` or `name`, the first
+  present). Nothing is fetched: an address alone says nothing and is left out. A turn
+  that only shared something is a turn.
 - JSON lines: one turn per line; a line's `session` (and `session_date`) starts a new
   session when it changes.
 - A Slack export day file (`<channel>/<YYYY-MM-DD>.json`: a list of messages with
@@ -38,6 +45,14 @@ TEXT_KEYS = ("text", "content", "message", "body")
 TIME_KEYS = ("time", "timestamp", "date", "ts", "created_at", "date_time")
 SESSION_TIME_KEYS = ("date", "time", "date_time", "started_at", "timestamp")
 TURN_LIST_KEYS = ("turns", "messages")
+ATTACHMENT_LIST_KEYS = ("attachments", "files", "images", "media")
+ATTACHMENT_TEXT_KEYS = (
+    "caption", "alt_text", "alt_txt", "alt", "description", "title", "fallback", "name"
+)  # fmt: skip
+ATTACHMENT_KIND_KEYS = ("type", "mimetype", "mime_type", "filetype", "content_type")
+IMAGE_FILETYPES = frozenset({"png", "jpg", "jpeg", "gif", "webp", "heic", "bmp", "svg", "tiff"})
+MAX_ATTACHMENT_CHARS = 300  # a description longer than this is cut (an unfurled page)
+MAX_ATTACHMENTS = 10  # per turn
 # Slack subtypes that carry what someone wrote; joins, topic changes and the like do not.
 SLACK_CONTENT_SUBTYPES = frozenset(
     {None, "bot_message", "thread_broadcast", "file_share", "me_message"}
@@ -84,13 +99,53 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _attachment_kind(item: Mapping[str, Any], listed_as: str) -> str:
+    """The kind shown ("image", "video", "audio" or "file"): what the attachment's type,
+    MIME type or file type says, else what the list it came in is called."""
+    kind = _first(item, ATTACHMENT_KIND_KEYS)
+    if isinstance(kind, str) and kind.strip():
+        kind = kind.strip().casefold()
+        if kind in IMAGE_FILETYPES:
+            return "image"
+        return next((k for k in ("image", "video", "audio") if kind.startswith(k)), "file")
+    return "image" if listed_as == "images" else "file"
+
+
+def attachments(row: Mapping[str, Any]) -> list[str]:
+    """What a turn (or a Slack message) shared, each as it is written after its words:
+    `[image: caption]`, `[file: title]`; those with no description are left out."""
+    shown: list[str] = []
+    for key in ATTACHMENT_LIST_KEYS:
+        items = row.get(key)
+        if isinstance(items, Mapping):
+            items = [items]
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if isinstance(item, Mapping):
+                said = _first(item, ATTACHMENT_TEXT_KEYS)
+                kind = _attachment_kind(item, key)
+            else:
+                said, kind = item, "image" if key == "images" else "file"
+            said = " ".join(said.split()) if isinstance(said, str) else ""
+            if said and not said.casefold().startswith(("http://", "https://")):
+                if len(said) > MAX_ATTACHMENT_CHARS:
+                    said = said[:MAX_ATTACHMENT_CHARS].rsplit(" ", 1)[0] + " \u2026"
+                shown.append(f"[{kind}: {said.replace('[', '(').replace(']', ')')}]")
+    return shown[:MAX_ATTACHMENTS]
+
+
+def _with_attachments(text: str, row: Mapping[str, Any]) -> str:
+    return " ".join(part for part in (text.strip(), *attachments(row)) if part)
+
+
 def _turn(row: Any, where: str, zone: dt.tzinfo) -> WrittenTurn | None:
     if not isinstance(row, Mapping):
         raise ValueError(f"{where} is not an object")
     speaker = _first(row, SPEAKER_KEYS)
     if isinstance(speaker, Mapping):  # {"name": ...} or a profile
         speaker = _first(speaker, ("real_name", "display_name", "name", "id"))
-    text = _text(_first(row, TEXT_KEYS))
+    text = _with_attachments(_text(_first(row, TEXT_KEYS)), row)
     if not text.strip():
         return None
     if speaker is None or not str(speaker).strip():
@@ -227,7 +282,7 @@ def from_slack_day(
             or users.get(str(row.get("user")))
             or _first(row, ("username", "user", "bot_id"))
         )
-        text = _text(row.get("text"))
+        text = _with_attachments(_text(row.get("text")), row)
         if text.strip() and speaker:
             turns.append(WrittenTurn(str(speaker), text, instant(str(row["ts"]), zone)))
     session = WrittenSession(name, _earliest(turns), turns)

@@ -27,6 +27,7 @@ from curation.domain.conversation import (
     render_transcript,
 )
 from curation.domain.transcripts import (
+    attachments,
     from_json,
     from_json_lines,
     from_slack_day,
@@ -667,6 +668,77 @@ def test_from_json_caps_the_turns_of_a_list(monkeypatch: pytest.MonkeyPatch) -> 
         ("A", "0", None),
         ("A", "1", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("row", "shown"),
+    [
+        # An image with a caption (LoCoMo, chat exports), alt text, a type or MIME type.
+        ({"images": [{"caption": "a photo of a lake"}]}, ["[image: a photo of a lake]"]),
+        ({"attachments": [{"type": "image", "alt_text": "a red door"}]}, ["[image: a red door]"]),
+        ({"files": [{"mimetype": "image/png", "title": "Diagram"}]}, ["[image: Diagram]"]),
+        ({"files": [{"filetype": "JPG", "name": "IMG_1.jpg"}]}, ["[image: IMG_1.jpg]"]),
+        # A file or an unfurled link: its title, else its fallback text.
+        ({"files": [{"mimetype": "application/pdf", "title": "Q3 plan"}]}, ["[file: Q3 plan]"]),
+        ({"attachments": [{"fallback": "Build #12 passed"}]}, ["[file: Build #12 passed]"]),
+        # A single object, strings, several lists, in the order of the keys.
+        ({"attachments": {"caption": "one"}}, ["[file: one]"]),
+        ({"images": ["a cat", "a dog"]}, ["[image: a cat]", "[image: a dog]"]),
+        (
+            {"media": [{"type": "video", "description": "clip"}], "attachments": ["notes"]},
+            ["[file: notes]", "[video: clip]"],
+        ),
+        # Brackets inside a description cannot end it early; whitespace is one space.
+        ({"images": [{"caption": "a [big]\n sign"}]}, ["[image: a (big) sign]"]),
+        # Nothing to say: no description, only an address, not a list, not text.
+        ({"images": [{"url": "https://x/1.png"}]}, []),
+        ({"images": ["https://x/1.png"]}, []),
+        ({"images": "a cat"}, []),
+        ({"images": [{"caption": 3}, 7, None]}, []),
+        ({}, []),
+    ],
+)
+def test_attachments_are_written_as_what_the_turn_shared(
+    row: dict[str, Any], shown: list[str]
+) -> None:
+    assert attachments(row) == shown
+
+
+def test_an_attachment_description_is_cut_at_a_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transcripts, "MAX_ATTACHMENT_CHARS", 12)
+    assert attachments({"images": ["a photo of a lake at dusk"]}) == ["[image: a photo of \u2026]"]
+
+
+def test_from_json_writes_what_a_turn_shared_after_its_words() -> None:
+    data = {
+        "date": "8 May 2023",
+        "turns": [
+            {
+                "speaker": "Melanie",
+                "text": "Take a look at this.",
+                "images": [{"url": "https://x/1.jpg", "caption": "a painting of a sunset"}],
+            },
+            {"speaker": "Caroline", "text": "", "attachments": [{"type": "image", "alt": "a cat"}]},
+            {"speaker": "Caroline", "text": "", "attachments": [{"url": "https://x/2.jpg"}]},
+        ],
+    }
+    assert read_back(from_json(json.dumps(data), name="n"))[1] == [
+        ("Melanie", "Take a look at this. [image: a painting of a sunset]", at(2023, 5, 8)),
+        # A turn that only shared something is a turn; one that shared nothing said is not.
+        ("Caroline", "[image: a cat]", at(2023, 5, 8)),
+    ]
+
+
+def test_from_slack_day_writes_the_files_a_message_shared() -> None:
+    day = json.dumps([
+        {
+            "type": "message", "subtype": "file_share", "user": "U1", "text": "",
+            "ts": "1683554400.0",
+            "files": [{"name": "plan.pdf", "title": "Q3 plan", "mimetype": "application/pdf"}],
+        },
+    ])  # fmt: skip
+    _, text = from_slack_day(day, name="general", users={"U1": "Caroline"})
+    assert turns_of(text) == [("Caroline", "[file: Q3 plan]", at(2023, 5, 8, 14, 0))]
 
 
 # --- from_json_lines -----------------------------------------------------------------------
