@@ -151,6 +151,26 @@ def test_record_carries_text_time_and_thread_when_a_reply_is_fetched(
     ]
 
 
+def test_record_carries_what_a_message_shared_when_it_shares_files(
+    upstream: FakeUpstreams, http: ResilientHttp
+) -> None:
+    upstream.slack_messages[CHANNEL] = [
+        slack_message(
+            "1709290000.000400", "new runbook", subtype="file_share",
+            files=[{"title": "DB failover", "mimetype": "application/pdf"},
+                   {"mimetype": "image/png", "alt_txt": "grafana: disk at 91%"},
+                   {"url_private": "https://files.slack.com/x.png"}],
+        ),
+        slack_message("1709290001.000500", "", attachments=[{"fallback": "Build #12 passed"}]),
+    ]  # fmt: skip
+    (page,) = list(_connector(upstream, http).pages(cursor=None))
+    assert sorted(record.content.decode() for record in page.items) == [
+        "[file: Build #12 passed]",
+        # A file known only by its address is left out: nothing is fetched.
+        "new runbook [file: DB failover] [image: grafana: disk at 91%]",
+    ]
+
+
 def test_ts_keeps_microseconds_when_converted_to_a_time() -> None:
     assert ts_time("1709290000.000001").microsecond == 1
 

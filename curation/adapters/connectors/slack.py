@@ -27,6 +27,7 @@ from curation.adapters.connectors.http import OwnsHttp, ResilientHttp
 from curation.domain.errors import ConnectorError
 from curation.domain.records import FetchPage, RecordFailure, SourceRecord
 from curation.domain.source_policy import SLACK_BASE_URL, SourcePolicy
+from curation.domain.transcripts import attachments
 
 _TS = re.compile(r"^\d{1,12}\.\d{1,9}$")
 _ERROR_CODE = re.compile(r"^[a-z0-9_]{1,64}$")
@@ -132,7 +133,10 @@ class SlackConnector(OwnsHttp):
         if message.get("subtype") not in _CONTENT_SUBTYPES:
             return None, ts
         text = message.get("text")
-        text = text if isinstance(text, str) else ""
+        # What the message shared (files, unfurled links) is part of what it said.
+        text = " ".join(
+            part for part in (text if isinstance(text, str) else "", *attachments(message)) if part
+        )
         fields = {
             name: value
             for name, value in (
