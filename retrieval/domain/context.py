@@ -22,7 +22,7 @@ from retrieval.domain.query import Query, parse_query
 from retrieval.domain.understanding import FUNCTION_WORDS
 
 # Moves whenever what `pack` selects or how `render` writes it changes.
-ASSEMBLER_VERSION = 4
+ASSEMBLER_VERSION = 5
 MIN_BUDGET, DEFAULT_BUDGET, MAX_BUDGET = 50, 1000, 8000
 PACK_DEPTH = 30  # hits a pack's search reads at least (the REST search defaults to 10)
 NEIGHBOUR_HITS = 3  # the hits whose neighbouring passages a pack adds
@@ -31,6 +31,13 @@ MAX_PACK_DEPTH = 100  # ...up to a search's largest k
 MAX_CITATIONS = 3  # per fact: a fourth source adds tokens, not trust
 # A turn said by someone the question names ranks as if this many times higher.
 SPEAKER_WEIGHT = 2.0
+# A question that names a speaker is searched twice, as asked and without the names, the
+# two rankings fused by reciprocal rank with this k (Cormack et al.'s 60: the rankings
+# are whole searches, each already fused, so a flat k weighs the tail of both evenly),
+# the search without the names weighing this much more (it is what the question asks
+# about; the one as asked keeps a name that is itself the topic in play).
+FUSION_K = 60
+UNNAMED_WEIGHT = 2.0
 # Each fact's snippets are cut to the first of these (characters) that lets it fit; at
 # 0 a citation still names its source and episode.
 SNIPPET_STEPS = (500, 240, 120, 60, 0)
@@ -298,24 +305,74 @@ def _fact_line(
     return f"[{number}] {_text(fact, day)}" + (f" ({about})" if about else "")
 
 
+def _speaker(fact: PackFact) -> str | None:
+    """Who said the fact, when it is a conversation's turn (its statement says so)."""
+    if fact.predicate != PASSAGE_PREDICATE:
+        return None
+    said = statement_said(_one_line(fact.fact))
+    return said.speaker if said is not None else None
+
+
+def _names(speaker: str, question: str) -> bool:
+    """Whether the question names the speaker: by their whole name, or its first word
+    (not a function word) as a word of the question."""
+    name = speaker.casefold()
+    first = name.split()[0]
+    words = set(_WORD.findall(question.casefold()))
+    return (" " in name and name in question.casefold()) or (
+        first in words and first not in FUNCTION_WORDS
+    )
+
+
+def named_speakers(facts: Sequence[PackFact], question: str) -> list[str]:
+    """The speakers of the facts' turns that the question names, in the order their
+    first turn ranks."""
+    speakers = dict.fromkeys(speaker for fact in facts if (speaker := _speaker(fact)))
+    return [speaker for speaker in speakers if _names(speaker, question)]
+
+
+def without_names(question: str, names: Sequence[str]) -> str:
+    """The question with each name in it left out (the whole name, then its first word,
+    each with a possessive "'s"); "" when no word outside the function words is left,
+    which a search could not tell anything by."""
+    text = question
+    for name in sorted(names, key=len, reverse=True):
+        for form in dict.fromkeys((name, name.split()[0])):
+            text = re.sub(rf"(?<!\w){re.escape(form)}(?:['\u2019]s)?(?!\w)", " ", text,
+                          flags=re.IGNORECASE)  # fmt: skip
+    text = " ".join(text.split())
+    words = _WORD.findall(text.casefold())
+    return text if any(word not in FUNCTION_WORDS for word in words) else ""
+
+
+def fused(
+    rankings: Sequence[Sequence[PackFact]],
+    *,
+    weights: Sequence[float] | None = None,
+    k: int = FUSION_K,
+) -> list[PackFact]:
+    """The facts of several rankings by weighted reciprocal rank fusion (the sum of
+    weight / (k + rank) over the rankings a fact is in, a fact known by its first
+    claim), best first; a tie keeps the order the facts were first seen in."""
+    score: dict[int, float] = {}
+    first: dict[int, PackFact] = {}
+    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings), strict=True):
+        for rank, fact in enumerate(ranking, start=1):
+            claim = fact.claims[0].claim_id if fact.claims else -len(first) - 1
+            score[claim] = score.get(claim, 0.0) + weight / (k + rank)
+            first.setdefault(claim, fact)
+    order = sorted(score, key=lambda claim: -score[claim])  # stable: first seen first
+    return [first[claim] for claim in order]
+
+
 def speakers_named_first(facts: Sequence[PackFact], question: str) -> list[PackFact]:
     """The facts reranked for a question that names someone who speaks in them: a turn
     that person said ranks as if SPEAKER_WEIGHT times higher (by 1 / rank), since what
     a person said answers a question about them more often than what was said to them;
     every other order is kept. A speaker is named by their whole name or its first word
     (not a function word), as a word of the question."""
-    words = set(_WORD.findall(question.casefold()))
-    asked = question.casefold()
-
-    def named(fact: PackFact) -> bool:
-        said = statement_said(_one_line(fact.fact)) if fact.predicate == PASSAGE_PREDICATE else None
-        if said is None:
-            return False
-        name = said.speaker.casefold()
-        first = name.split()[0]
-        return (name in asked and " " in name) or (first in words and first not in FUNCTION_WORDS)
-
-    weights = [SPEAKER_WEIGHT if named(fact) else 1.0 for fact in facts]
+    named = set(named_speakers(facts, question))
+    weights = [SPEAKER_WEIGHT if _speaker(fact) in named else 1.0 for fact in facts]
     if all(weight == 1.0 for weight in weights):
         return list(facts)
     order = sorted(range(len(facts)), key=lambda rank: (-weights[rank] / (rank + 1), rank))

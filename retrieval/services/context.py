@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,16 +24,20 @@ from curation.models import Evidence
 from retrieval.domain.context import (
     ASSEMBLER_VERSION,
     NEIGHBOUR_HITS,
+    UNNAMED_WEIGHT,
     Pack,
     PackCitation,
     PackClaim,
     PackFact,
+    fused,
+    named_speakers,
     pack,
     pack_depth,
     pack_groups,
     pack_part,
     speakers_named_first,
     with_neighbours,
+    without_names,
 )
 from retrieval.domain.query import Query
 from retrieval.domain.results import Hit, Result
@@ -89,20 +93,28 @@ def context_pack(
     """
     query = replace(query, k=pack_depth(token_budget), snapshot=snapshot_id)
     if snapshot_id is None:
-        result = packing.search(query=query, now=now, user_id=user_id, record=False)
+
+        def live(asked: Query) -> list[PackFact]:
+            result = packing.search(query=asked, now=now, user_id=user_id, record=False)
+            return _live_facts(search_result_cited(result=result))
+
         at = query.as_of or now
-        facts = speakers_named_first(_live_facts(search_result_cited(result=result)), query.text)
+        facts = speakers_named_first(_speakers_unnamed(query, live), query.text)
         facts = with_neighbours(facts, _neighbours(facts[:NEIGHBOUR_HITS], at), hits=NEIGHBOUR_HITS)
     else:
         snapshot = Snapshot.objects.get(pk=snapshot_id)  # RLS: another tenant's is not found
         snapshot_assembler_check(snapshot)
-        result = snapshot_search(
-            snapshot=snapshot, query=query, catalog=packing.catalog, reranking=packing.reranking
-        )
-        facts = speakers_named_first(
-            _snapshot_facts(snapshot, snapshot_result_cited(snapshot=snapshot, result=result)),
-            query.text,
-        )
+
+        def sealed(asked: Query) -> list[PackFact]:
+            result = snapshot_search(
+                snapshot=snapshot, query=asked, catalog=packing.catalog,
+                reranking=packing.reranking,
+            )  # fmt: skip
+            return _snapshot_facts(
+                snapshot, snapshot_result_cited(snapshot=snapshot, result=result)
+            )
+
+        facts = speakers_named_first(_speakers_unnamed(query, sealed), query.text)
         at = query.as_of or snapshot.taken_at or now
     packed = pack(
         facts, token_budget=token_budget, at=at, count_tokens=packing.tokenizer.count,
@@ -113,6 +125,26 @@ def context_pack(
         snapshot_id=snapshot_id,
     )  # fmt: skip
     return _kept(served, user_id) if keep else served
+
+
+def _speakers_unnamed(query: Query, search: Callable[[Query], list[PackFact]]) -> list[PackFact]:
+    """The facts a pack reads for the query, best first: its search's; when the question
+    names someone who speaks in them, fused with a search of the question without their
+    names (`pack_depth` of both, by reciprocal rank, the second weighing UNNAMED_WEIGHT).
+
+    A name in a question about a conversation finds every turn that person said ("Melanie
+    said: ..." is in each) and every turn said to them ("Thanks, Melanie!"), lexically and
+    in the vector alike, and crowds out what the question asks about; the turns said by
+    the person named still rank first after (`speakers_named_first`). The question as
+    asked is kept as one of the two rankings: a name that is also what is asked about
+    still counts.
+    """
+    facts = search(query)
+    names = named_speakers(facts, query.text)
+    if not names or not (asked := without_names(query.text, names)):
+        return facts
+    unnamed = search(replace(query, text=asked))
+    return fused([facts, unnamed], weights=[1.0, UNNAMED_WEIGHT])[: query.k]
 
 
 def snapshot_assembler_check(snapshot: Snapshot) -> None:

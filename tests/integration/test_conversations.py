@@ -8,15 +8,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Source
+from retrieval import bootstrap
+from retrieval.domain.query import Query
 from retrieval.services import context
+from retrieval.usecases import live_search
 from tenants import rls
 from tenants.domain.scopes import Role
 from tests.support.ingest import drain_outbox, ingest_run, write_files
@@ -238,3 +243,59 @@ def test_another_tenant_gets_neither_the_hits_nor_their_neighbours(
     monkeypatch.setattr(context, "pack_depth", lambda budget: 1)
     body = _context(client, tenant_b, "What happened at the LGBTQ support group?")
     assert body["current"] == body["history"] == []
+
+
+# A turn said to Melanie by name, six times over, and her one answer.
+CHEERS = {
+    "title": "At the park",
+    "sessions": [
+        {
+            "date": "9:00 am on 27 May, 2023",
+            "turns": [
+                *(
+                    {"speaker": "Caroline", "text": f"Melanie! Melanie, {words}, Melanie!"}
+                    for words in ("over here", "look", "wave", "smile", "this way", "hello")
+                ),
+                {
+                    "speaker": "Melanie",
+                    "text": "Thanks! It was a charity race for mental health, my first race.",
+                },
+                {"speaker": "Caroline", "text": "So proud of you."},
+            ],
+        }
+    ],
+}
+
+
+def test_a_question_naming_a_speaker_finds_what_they_said_not_what_was_said_to_them(
+    client: Client, tenant_a: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ingest(tenant_a, tmp_path, {"park.json": json.dumps(CHEERS)})
+    question = "What race did Melanie do?"
+    # The search as asked: the name outweighs the question, and a turn said to her ranks
+    # first (what the pack would lead with, were the question searched only as asked).
+    with rls.tenant_context(tenant_a.principal(tenant_a.viewer)):
+        hits = live_search()(query=Query(text=question, k=2), now=timezone.now(), record=False)
+        facts = dict(Claim.objects.values_list("pk", "fact_text"))
+    assert "Caroline said: Melanie! Melanie" in facts[hits.hits[0].claim_id]
+    monkeypatch.setattr(context, "pack_depth", lambda budget: 2)  # two hits of each search
+    body = _context(client, tenant_a, question)
+    first = body["current"][0]
+    assert first["fact"].endswith("Melanie said: Thanks! It was a charity race for mental "
+                                  "health, my first race."), first  # fmt: skip
+    assert first["beside"] is None  # a hit, not a neighbour
+    # Searched twice when the question names someone who speaks, else once, as asked.
+    packing = bootstrap.packing()
+    asked: list[str] = []
+
+    def spied(**kwargs: Any) -> Any:
+        asked.append(kwargs["query"].text)
+        return packing.search(**kwargs)
+
+    with rls.tenant_context(tenant_a.principal(tenant_a.viewer)):
+        for text in (question, "What race was it?", "Who is Melanie?"):
+            context.context_pack(
+                query=Query(text=text), token_budget=1000, user_id=None, now=timezone.now(),
+                packing=replace(packing, search=spied), keep=False,
+            )  # fmt: skip
+    assert asked == [question, "What race did do?", "What race was it?", "Who is Melanie?"]

@@ -23,6 +23,8 @@ from retrieval.domain.context import (
     PackClaim,
     PackFact,
     TokenCounter,
+    fused,
+    named_speakers,
     pack,
     pack_depth,
     pack_part,
@@ -31,6 +33,7 @@ from retrieval.domain.context import (
     render,
     speakers_named_first,
     with_neighbours,
+    without_names,
 )
 
 AT = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
@@ -436,3 +439,53 @@ def test_a_turn_said_by_the_person_the_question_names_ranks_higher() -> None:
     # A speaker whose first word is a function word is not named by that word.
     the_bot = [_said(1, "Hi."), _said(2, "Beep.", speaker="The Bot")]
     assert speakers_named_first(the_bot, "what is the plan") == the_bot
+
+
+def test_the_speakers_a_question_names_are_those_who_speak_in_the_facts() -> None:
+    ranked = [
+        _said(1, "Hi, Caroline!", speaker="Melanie"),
+        _said(2, "Hello.", speaker="Zoë O'Neill"),
+        _said(3, "I paint."),
+        _fact("k8s-prod-1"),
+    ]
+    assert named_speakers(ranked, "What does Caroline paint?") == ["Caroline"]
+    # In the order their first turn ranks; a name in full or by its first word.
+    assert named_speakers(ranked, "Did zoë o'neill and Melanie meet Caroline?") == [
+        "Melanie", "Zoë O'Neill", "Caroline",
+    ]  # fmt: skip
+    assert named_speakers(ranked, "what runs on k8s-prod-1") == []
+    assert named_speakers([_fact("k8s-prod-1")], "what does k8s-prod-1 run") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "names", "asked"),
+    [
+        ("What activities does Melanie do?", ["Melanie"], "What activities does do?"),
+        ("What do Melanie's kids like?", ["Melanie"], "What do kids like?"),
+        ("What do MELANIE\u2019s kids like?", ["Melanie"], "What do kids like?"),
+        ("When did Zoë O'Neill and Zoë meet Bo?", ["Zoë O'Neill"], "When did and meet Bo?"),
+        ("What did Caroline and Melanie both paint?", ["Caroline", "Melanie"],
+         "What did and both paint?"),
+        ("Who is Melanie?", ["Melanie"], ""),  # nothing left to search by
+        ("Melanie", ["Melanie"], ""),
+        ("What did Melanies say?", ["Melanie"], "What did Melanies say?"),  # not the name
+        ("What did Ann Lee cook?", ["Ann Lee"], "What did cook?"),
+    ],
+)  # fmt: skip
+def test_a_question_without_the_names_keeps_every_other_word(
+    question: str, names: list[str], asked: str
+) -> None:
+    assert without_names(question, names) == asked
+
+
+def test_rankings_fuse_by_reciprocal_rank_each_fact_once() -> None:
+    a, b, c, d = (_said(n, f"words {n}", claim=n) for n in (1, 2, 3, 4))
+    # 2 is second in both (2/62) and passes 1 and 3, first in one each (1/61 + 0).
+    assert [f.claims[0].claim_id for f in fused([[a, b, d], [c, b]])] == [2, 1, 3, 4]
+    assert fused([[a, b], []]) == [a, b]
+    assert fused([[], []]) == []
+    # A tie keeps the order the facts were first seen in; a weight breaks it.
+    assert [f.claims[0].claim_id for f in fused([[a], [c]])] == [1, 3]
+    assert [f.claims[0].claim_id for f in fused([[a, c], [c, a]], weights=[1, 2])] == [3, 1]
+    with pytest.raises(ValueError, match="zip"):
+        fused([[a], [c]], weights=[1])
