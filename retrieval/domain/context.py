@@ -365,6 +365,25 @@ def fused(
     return [first[claim] for claim in order]
 
 
+def with_unnamed_turns(
+    asked: Sequence[PackFact], unnamed: Sequence[PackFact], *, weight: float = UNNAMED_WEIGHT
+) -> list[PackFact]:
+    """A search's facts (`asked`) with the places its turns hold refilled by the turns
+    of both searches fused (`unnamed`: the question searched without the speakers it
+    names, weighing `weight`), best first; turns that do not fit in those places come
+    after. Every fact that is not a turn keeps its place: leaving a name out is about
+    turns ("Melanie said:" is in each of hers), and a structured fact about the person
+    named (their manager, their team) must not lose the rank the name gave it."""
+    turns = iter(
+        fused(
+            [[f for f in asked if _speaker(f)], [f for f in unnamed if _speaker(f)]],
+            weights=[1.0, weight],
+        )
+    )
+    out = [fact if _speaker(fact) is None else next(turns) for fact in asked]
+    return out + list(turns)
+
+
 def speakers_named_first(facts: Sequence[PackFact], question: str) -> list[PackFact]:
     """The facts reranked for a question that names someone who speaks in them: a turn
     that person said ranks as if SPEAKER_WEIGHT times higher (by 1 / rank), since what

@@ -24,12 +24,10 @@ from curation.models import Evidence
 from retrieval.domain.context import (
     ASSEMBLER_VERSION,
     NEIGHBOUR_HITS,
-    UNNAMED_WEIGHT,
     Pack,
     PackCitation,
     PackClaim,
     PackFact,
-    fused,
     named_speakers,
     pack,
     pack_depth,
@@ -37,6 +35,7 @@ from retrieval.domain.context import (
     pack_part,
     speakers_named_first,
     with_neighbours,
+    with_unnamed_turns,
     without_names,
 )
 from retrieval.domain.query import Query
@@ -129,8 +128,9 @@ def context_pack(
 
 def _speakers_unnamed(query: Query, search: Callable[[Query], list[PackFact]]) -> list[PackFact]:
     """The facts a pack reads for the query, best first: its search's; when the question
-    names someone who speaks in them, fused with a search of the question without their
-    names (`pack_depth` of both, by reciprocal rank, the second weighing UNNAMED_WEIGHT).
+    names someone who speaks in them, its turns fused with those of a search of the
+    question without their names (`pack_depth` of both, by reciprocal rank, the second
+    weighing UNNAMED_WEIGHT), every other fact kept in its place.
 
     A name in a question about a conversation finds every turn that person said ("Melanie
     said: ..." is in each) and every turn said to them ("Thanks, Melanie!"), lexically and
@@ -143,8 +143,7 @@ def _speakers_unnamed(query: Query, search: Callable[[Query], list[PackFact]]) -
     names = named_speakers(facts, query.text)
     if not names or not (asked := without_names(query.text, names)):
         return facts
-    unnamed = search(replace(query, text=asked))
-    return fused([facts, unnamed], weights=[1.0, UNNAMED_WEIGHT])[: query.k]
+    return with_unnamed_turns(facts, search(replace(query, text=asked)))[: query.k]
 
 
 def snapshot_assembler_check(snapshot: Snapshot) -> None:

@@ -33,6 +33,7 @@ from retrieval.domain.context import (
     render,
     speakers_named_first,
     with_neighbours,
+    with_unnamed_turns,
     without_names,
 )
 
@@ -489,3 +490,18 @@ def test_rankings_fuse_by_reciprocal_rank_each_fact_once() -> None:
     assert [f.claims[0].claim_id for f in fused([[a, c], [c, a]], weights=[1, 2])] == [3, 1]
     with pytest.raises(ValueError, match="zip"):
         fused([[a], [c]], weights=[1])
+
+
+def test_turns_found_without_the_names_take_the_turns_places_and_other_facts_keep_theirs() -> None:
+    said_to = _said(1, "Thanks, Melanie!", claim=1)
+    answer = _said(2, "I ran a charity race.", speaker="Melanie", claim=2)
+    other = _said(3, "Nice race.", claim=3)
+    team = _fact("k8s-prod-1")  # claim 10: not a turn
+    asked = [said_to, team, answer]
+    unnamed = [answer, other, _fact("k8s-prod-2")]  # a fact that is not a turn: ignored
+    order = [f.claims[0].claim_id for f in with_unnamed_turns(asked, unnamed)]
+    # The turns' places (first and third) go to the fused turns, 2 (1/62 + 2/61) then 3
+    # (2/62); 1 (1/61) comes after them all; claim 10 stays second.
+    assert order == [2, 10, 3, 1]
+    assert with_unnamed_turns([team], []) == [team]
+    assert [f.claims[0].claim_id for f in with_unnamed_turns([team], [answer])] == [10, 2]
