@@ -332,12 +332,14 @@ def named_speakers(facts: Sequence[PackFact], question: str) -> list[str]:
 
 
 def without_names(question: str, names: Sequence[str]) -> str:
-    """The question with each name in it left out (the whole name, then its first word,
-    each with a possessive "'s"); "" when no word outside the function words is left,
-    which a search could not tell anything by."""
+    """The question with each name in it left out (the whole name, then its first word
+    unless that is a function word, each with a possessive "'s"); "" when no word
+    outside the function words is left, which a search could not tell anything by."""
     text = question
     for name in sorted(names, key=len, reverse=True):
-        for form in dict.fromkeys((name, name.split()[0])):
+        first = name.split()[0]
+        forms = (name, first) if first.casefold() not in FUNCTION_WORDS else (name,)
+        for form in dict.fromkeys(forms):
             text = re.sub(rf"(?<!\w){re.escape(form)}(?:['\u2019]s)?(?!\w)", " ", text,
                           flags=re.IGNORECASE)  # fmt: skip
     text = " ".join(text.split())

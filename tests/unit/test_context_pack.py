@@ -471,6 +471,9 @@ def test_the_speakers_a_question_names_are_those_who_speak_in_the_facts() -> Non
         ("Melanie", ["Melanie"], ""),
         ("What did Melanies say?", ["Melanie"], "What did Melanies say?"),  # not the name
         ("What did Ann Lee cook?", ["Ann Lee"], "What did cook?"),
+        # A name's first word that is a function word is left where the name is not.
+        ("What did The Bot say about the plan?", ["The Bot"], "What did say about the plan?"),
+        ("Did (Admin) C++ ask?", ["(Admin) C++"], "Did ask?"),  # no word edge at the brackets
     ],
 )  # fmt: skip
 def test_a_question_without_the_names_keeps_every_other_word(
