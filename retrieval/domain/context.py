@@ -314,14 +314,17 @@ def _speaker(fact: PackFact) -> str | None:
 
 
 def _names(speaker: str, question: str) -> bool:
-    """Whether the question names the speaker: by their whole name, or its first word
-    (not a function word) as a word of the question."""
+    """Whether the question names the speaker: by their whole name ("Ann-Marie", "Zoë
+    O'Neill"), or its first word, as words of the question; a name that is one function
+    word names no one."""
     name = speaker.casefold()
     first = name.split()[0]
-    words = set(_WORD.findall(question.casefold()))
-    return (" " in name and name in question.casefold()) or (
-        first in words and first not in FUNCTION_WORDS
-    )
+    asked = question.casefold()
+    if " " not in name and name in FUNCTION_WORDS:
+        return False
+    if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", asked):
+        return True
+    return first not in FUNCTION_WORDS and first in set(_WORD.findall(asked))
 
 
 def named_speakers(facts: Sequence[PackFact], question: str) -> list[str]:

@@ -455,6 +455,11 @@ def test_the_speakers_a_question_names_are_those_who_speak_in_the_facts() -> Non
         "Melanie", "Zoë O'Neill", "Caroline",
     ]  # fmt: skip
     assert named_speakers(ranked, "what runs on k8s-prod-1") == []
+    # A name of one word with a hyphen or an apostrophe is named whole, as a word.
+    hyphen = [_said(1, "Hi.", speaker="Ann-Marie"), _said(2, "Yo.", speaker="O'Hara")]
+    assert named_speakers(hyphen, "What did Ann-Marie and O'Hara run?") == ["Ann-Marie", "O'Hara"]
+    assert named_speakers(hyphen, "What did Ann run?") == []  # a part is not the name
+    assert named_speakers([_said(1, "Hi.", speaker="The")], "Who is the boss?") == []
     assert named_speakers([_fact("k8s-prod-1")], "what does k8s-prod-1 run") == []
 
 
