@@ -356,6 +356,12 @@ def embedder_catalog() -> EmbedderCatalog:
             f"VERA_EMBEDDER__COMPANION is {companion!r}, which is not offered: add it to "
             "VERA_EMBEDDER__CHOICES, or leave the companion empty."
         )
+    conversations = settings.VERA_EMBEDDER__CONVERSATION_COMPANION
+    if conversations and conversations not in offered:
+        raise ImproperlyConfigured(
+            f"VERA_EMBEDDER__CONVERSATION_COMPANION is {conversations!r}, which is not "
+            'offered: add it to VERA_EMBEDDER__CHOICES, or set it to "" for none.'
+        )
     for provider in offered:
         if provider not in EMBEDDER_PROVIDERS:
             raise ImproperlyConfigured(

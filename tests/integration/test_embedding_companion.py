@@ -10,7 +10,10 @@ neither the companion's vectors nor its list.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
@@ -30,8 +33,8 @@ from retrieval.tasks import index_catch_up_workspaces
 from tenants import rls
 from tenants.models import AuditEvent
 from tests.support.embedding import E5, ENGLISH, VIETNAMESE, maintenance_worker_offering_e5
-from tests.support.ingest import ingest_markdown
-from tests.support.tenancy import Tenant
+from tests.support.ingest import drain_outbox, ingest_markdown, ingest_run, write_files
+from tests.support.tenancy import Tenant, create_source
 
 URL = "/admin/retrieval/groupembedding/companion/"
 QUESTION = "What is the capital of Vietnam?"
@@ -191,6 +194,103 @@ def test_the_operators_default_companion_comes_with_a_new_workspace(
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
         assert GroupEmbedding.objects.get().companion == "e5"
     assert _companions(tenant_a) == [(E5, 384), (E5, 384)]  # written with the documents
+
+
+CONVERSATION = {
+    "title": "Ana and Bo",
+    "sessions": [
+        {
+            "date": "8 May 2023",
+            "turns": [
+                {"speaker": "Ana", "text": "I took up pottery last month, it calms me down."},
+                {"speaker": "Bo", "text": "Nice! I went camping by the lake with my kids."},
+            ],
+        }
+    ],
+}
+
+
+@pytest.mark.django_db
+def test_a_workspace_holding_a_conversation_source_is_also_searched_with_e5(
+    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path, settings, offered: None
+) -> None:
+    """The deployment's conversation companion (production's default: e5) comes with a
+    new workspace that holds a conversation source, written with its documents; a
+    workspace of Markdown gets none, and never sees the other's vectors."""
+    settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
+    root = tmp_path / "chats"
+    write_files(root, {"ana.json": json.dumps(CONVERSATION)})
+    source_id = create_source(
+        tenant_a.principal(tenant_a.admin), group_id=tenant_a.workspace.group_id,
+        kind="conversation", name="chats", config={"root": str(root)}, tier=2,
+    )  # fmt: skip
+    ingest_run(source_id=source_id, group_id=tenant_a.workspace.group_id)
+    drain_outbox()
+    ingest_markdown(tenant_b, tmp_path / "docs", ENGLISH)
+
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert GroupEmbedding.objects.get().companion == "e5"
+        documents = SearchDocument.objects.count()
+    assert documents == 2
+    assert _companions(tenant_a) == [(E5, 384)] * documents
+    assert set(_lists(tenant_a, "What calms Ana down?")) == {
+        "fulltext", "vector", f"companion@{E5}",
+    }  # fmt: skip
+    with rls.tenant_context(tenant_b.principal(tenant_b.admin)):
+        assert GroupEmbedding.objects.get().companion == ""
+    assert _companions(tenant_b) == []
+    assert set(_lists(tenant_b, "billing-api")) == {"fulltext", "vector"}
+
+
+@pytest.mark.django_db
+def test_the_operators_companion_comes_before_the_conversation_companion(
+    tenant_a: Tenant, tmp_path: Path, settings, offered: None
+) -> None:
+    settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
+    settings.VERA_EMBEDDER__COMPANION = ""
+    root = tmp_path / "chats"
+    write_files(root, {"ana.json": json.dumps(CONVERSATION)})
+    source_id = create_source(
+        tenant_a.principal(tenant_a.admin), group_id=tenant_a.workspace.group_id,
+        kind="conversation", name="chats", config={"root": str(root)}, tier=2,
+    )  # fmt: skip
+    settings.VERA_EMBEDDER__CONVERSATION_COMPANION = ""  # the operator turned it off
+    ingest_run(source_id=source_id, group_id=tenant_a.workspace.group_id)
+    drain_outbox()
+
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert GroupEmbedding.objects.get().companion == ""
+    assert _companions(tenant_a) == []
+
+
+def test_a_conversation_companion_that_is_not_offered_is_a_configuration_error(
+    settings,
+) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from vera import wiring
+
+    settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
+    settings.VERA_EMBEDDER__CHOICES = []
+    with pytest.raises(ImproperlyConfigured, match=r"CONVERSATION_COMPANION.*not offered"):
+        wiring.embedder_catalog()
+
+
+def test_production_offers_e5_and_gives_it_to_conversations() -> None:
+    """What production's settings say when the environment sets none of the embedders'
+    (the test settings narrow both): read by a Python of its own, as a server starts."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("VERA_EMBEDDER__")}
+    clean.pop("DJANGO_SETTINGS_MODULE", None)
+    read = (
+        "import json; from vera.settings import base as b; print(json.dumps([b.VERA_EMBEDDER__"
+        "CHOICES, b.VERA_EMBEDDER__CONVERSATION_COMPANION, b.VERA_EMBEDDER__COMPANION]))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", read], env=clean, cwd=root, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    assert json.loads(out.stdout) == [["e5"], "e5", ""]
 
 
 def test_a_default_companion_that_is_not_offered_is_a_configuration_error(settings) -> None:

@@ -252,12 +252,19 @@ VERA_EMBEDDER__PROVIDER = env_str("VERA_EMBEDDER__PROVIDER", "minilm")
 VERA_EMBEDDER__MODEL = env_str("VERA_EMBEDDER__MODEL", "")
 VERA_EMBEDDER__DIMENSION = env_int("VERA_EMBEDDER__DIMENSION", default=0)
 # The other models a workspace admin may switch their workspace to (an operator's
-# allow-list of providers above, e.g. "e5"; the default provider is always offered).
-VERA_EMBEDDER__CHOICES = env_list("VERA_EMBEDDER__CHOICES", default=[])
+# allow-list of providers above; the default provider is always offered). The bundled
+# local e5 is offered unless withdrawn (""): it is loaded only once a workspace uses it.
+VERA_EMBEDDER__CHOICES = env_list("VERA_EMBEDDER__CHOICES", default=["e5"])
 # A second offered model new workspaces are also searched with (their companion; "" for
 # none). Ranks better (SciFact 0.738 against 0.718 with MiniLM and e5) at the price of
 # embedding every document with both models; a workspace admin can change it.
 VERA_EMBEDDER__COMPANION = env_str("VERA_EMBEDDER__COMPANION", "")
+# The companion a new workspace that holds a conversation source gets when no
+# VERA_EMBEDDER__COMPANION is set ("" for none; must be offered). Conversations' turns
+# are short and casual: with e5 beside MiniLM a 1,000-token pack holds 0.555 of the
+# multi-hop evidence against 0.510 (bench.memory). e5 is a bundled local model: offered
+# unless the operator withdraws it (and then clears this too).
+VERA_EMBEDDER__CONVERSATION_COMPANION = env_str("VERA_EMBEDDER__CONVERSATION_COMPANION", "e5")
 # Threads of a local e5 model per process (0: every core). OpenMP reads it once. One, as
 # MiniLM uses: web and worker processes share the cores, and OpenMP's barriers stall
 # when its threads wait for a core (query p50 849 ms with 2 threads on a loaded 2-core

@@ -37,8 +37,6 @@ VERA_OBJECT_STORE__ROOT = env_str(
     "VERA_OBJECT_STORE__ROOT", str(BASE_DIR / ".devservices" / "dev" / "objects")
 )
 
-# A workspace may be switched to the multilingual e5 (loaded only once a workspace uses it).
-VERA_EMBEDDER__CHOICES = env_list("VERA_EMBEDDER__CHOICES", default=["e5"])
 
 # A developer sees calibration take effect without a second step.
 VERA_LEARNING__AUTO_ACTIVATE = env_bool("VERA_LEARNING__AUTO_ACTIVATE", default=True)

@@ -71,3 +71,10 @@ VERA_SOURCES__ALLOWED_HOSTS = env_list(
 )
 TEST_SOURCES_DIR = BASE_DIR / "var" / "test-sources"
 VERA_SOURCES__FILE_ROOTS = env_list("VERA_SOURCES__FILE_ROOTS", default=[str(TEST_SOURCES_DIR)])
+
+# Only the hashing model unless a test offers another: the e5 that production offers
+# (and gives workspaces holding conversations as their companion) costs a model load
+# and seconds of embedding per test. The tests of both offer it themselves
+# (tests/integration/test_embedding_companion.py, test_embedding_switch.py).
+VERA_EMBEDDER__CHOICES = env_list("VERA_EMBEDDER__CHOICES", default=[])
+VERA_EMBEDDER__CONVERSATION_COMPANION = env_str("VERA_EMBEDDER__CONVERSATION_COMPANION", "")
