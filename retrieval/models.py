@@ -42,6 +42,10 @@ class GroupEmbedding(models.Model):
     # A second offered model the group is also searched with (its documents get a
     # `CompanionVector` each, its queries a vector list of their own); empty: none.
     companion = models.CharField(max_length=20, blank=True, default="")
+    # When a workspace admin last set or removed the companion. Until one has, a workspace
+    # that comes to hold a conversation source gets VERA_EMBEDDER__CONVERSATION_COMPANION;
+    # after, their choice stands.
+    companion_chosen_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.group_id}: {self.model} ({self.dimension})"

@@ -295,7 +295,9 @@ def embedding_companion(
         if old_model is not None:
             stale = stale.filter(model=old_model)
         removed, _ = stale.delete()
-    GroupEmbedding.objects.filter(pk=pin.pk).update(companion=provider or "")
+    GroupEmbedding.objects.filter(pk=pin.pk).update(
+        companion=provider or "", companion_chosen_at=timezone.now()
+    )
     model = catalog.passage(provider).model if provider is not None else None
     to_embed = companion_missing(group_id, model).count() if model is not None else 0
     audit_record(

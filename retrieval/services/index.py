@@ -27,6 +27,8 @@ from retrieval.services.embedding import (
     stale_documents,
 )
 from tenants import rls
+from tenants.selectors import principal_system
+from tenants.services.audit import audit_record
 
 # What the index keeps: what is valid now, and what was valid before (for as_of): a
 # superseded or retracted fact is hidden now but found as of a time it was valid.
@@ -145,10 +147,12 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
     companions: list[tuple[Embedder, list[int], list[list[float]]]] = []
     for group_id in sorted({c.group_id for c in keep}):
         group_embedder, provider = _for_group(embedder, group_id)
-        group_embedding_pin(
+        pin = group_embedding_pin(
             group_id=group_id, embedder=group_embedder, provider=provider,
-            companion=_default_companion(embedder, group_embedder, group_id),
+            companion=_default_companion(embedder, group_embedder),
         )  # fmt: skip
+        if isinstance(embedder, EmbedderCatalog) and not pin.companion:
+            _companion_for_conversations(pin, embedder, group_embedder)
         claims_of_group = [claim for claim in keep if claim.group_id == group_id]
         texts = [document_text(claim) for claim in claims_of_group]
         # A batch may hold several workspaces' jobs: each one's embedding is its own cost.
@@ -183,26 +187,59 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
     return len(keep)
 
 
-def _default_companion(embedders: Embedders, own: Embedder, group_id: str) -> str:
-    """The companion a new workspace gets: the operator's (VERA_EMBEDDER__COMPANION), else,
-    for a workspace that holds a conversation source, VERA_EMBEDDER__CONVERSATION_COMPANION;
-    only an offered model other than the workspace's own.
+def _default_companion(embedders: Embedders, own: Embedder) -> str:
+    """The companion a new workspace gets: the operator's, if offered and another model."""
+    return _offered_companion(embedders, own, settings.VERA_EMBEDDER__COMPANION)
 
-    Turns of a conversation are short, casual and say little by their own words: a second
-    model finds what one misses (bench.memory: multi-hop evidence in a 1,000-token pack
-    0.510 with MiniLM alone, 0.555 with the e5 companion), worth embedding them twice.
-    """
-    wanted = settings.VERA_EMBEDDER__COMPANION
-    if not wanted and settings.VERA_EMBEDDER__CONVERSATION_COMPANION:
-        holds_conversations = Source.objects.filter(
-            group_id=group_id, kind=ConnectorKind.CONVERSATION
-        ).exists()
-        wanted = settings.VERA_EMBEDDER__CONVERSATION_COMPANION if holds_conversations else ""
+
+def _offered_companion(embedders: Embedders, own: Embedder, wanted: str) -> str:
+    """`wanted` if it is an offered model other than the workspace's own, else ""."""
     if not wanted or not isinstance(embedders, EmbedderCatalog):
         return ""
     if wanted not in embedders.choices() or embedders.passage(wanted).model == own.model:
         return ""
     return str(wanted)
+
+
+def _companion_for_conversations(
+    pin: GroupEmbedding, catalog: EmbedderCatalog, own: Embedder
+) -> None:
+    """A workspace that holds a conversation source, without a companion that an admin
+    chose or removed, gets VERA_EMBEDDER__CONVERSATION_COMPANION (audited: the index
+    did it, and why). Its new documents get both vectors at once, its older ones from
+    `index_catch_up`.
+
+    Turns of a conversation are short, casual and say little by their own words: a second
+    model finds what one misses (bench.memory: multi-hop evidence in a 1,000-token pack
+    0.510 with MiniLM alone, 0.555 with the e5 companion), worth embedding them twice.
+    """
+    if pin.companion_chosen_at is not None:
+        return
+    wanted = _offered_companion(catalog, own, settings.VERA_EMBEDDER__CONVERSATION_COMPANION)
+    if not wanted:
+        return
+    holds = Source.objects.filter(group_id=pin.group_id, kind=ConnectorKind.CONVERSATION)
+    if not holds.exists():
+        return
+    if not GroupEmbedding.objects.filter(pk=pin.pk, companion="").update(companion=wanted):
+        return  # another writer set one meanwhile
+    pin.companion = wanted
+    model = catalog.passage(wanted).model
+    audit_record(
+        actor=principal_system("index", group_ids=[pin.group_id]),
+        group_id=pin.group_id,
+        action="embedding.companion",
+        target=("groupembedding", pin.group_id),
+        data={
+            "from": None,
+            "to": wanted,
+            "model": model,
+            "to_embed": companion_missing(pin.group_id, model).count(),
+            "removed": 0,
+            "reason": "the workspace holds a conversation source "
+            "(VERA_EMBEDDER__CONVERSATION_COMPANION)",
+        },
+    )
 
 
 def _companion(embedders: Embedders, group_id: str) -> Embedder | None:

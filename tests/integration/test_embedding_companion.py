@@ -30,6 +30,7 @@ from retrieval.models import CompanionVector, GroupEmbedding, SearchDocument
 from retrieval.services.embedding import SwitchRefused, embedding_companion
 from retrieval.services.search import stage1_lists
 from retrieval.tasks import index_catch_up_workspaces
+from retrieval.usecases import index_catch_up
 from tenants import rls
 from tenants.models import AuditEvent
 from tests.support.embedding import E5, ENGLISH, VIETNAMESE, maintenance_worker_offering_e5
@@ -210,6 +211,17 @@ CONVERSATION = {
 }
 
 
+def _conversation_source(tenant: Tenant, root: Path) -> None:
+    """A tier-2 conversation source over one transcript in `root`, ingested and indexed."""
+    write_files(root, {"ana.json": json.dumps(CONVERSATION)})
+    source_id = create_source(
+        tenant.principal(tenant.admin), group_id=tenant.workspace.group_id,
+        kind="conversation", name="chats", config={"root": str(root)}, tier=2,
+    )  # fmt: skip
+    ingest_run(source_id=source_id, group_id=tenant.workspace.group_id)
+    drain_outbox()
+
+
 @pytest.mark.django_db
 def test_a_workspace_holding_a_conversation_source_is_also_searched_with_e5(
     tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path, settings, offered: None
@@ -218,14 +230,7 @@ def test_a_workspace_holding_a_conversation_source_is_also_searched_with_e5(
     new workspace that holds a conversation source, written with its documents; a
     workspace of Markdown gets none, and never sees the other's vectors."""
     settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
-    root = tmp_path / "chats"
-    write_files(root, {"ana.json": json.dumps(CONVERSATION)})
-    source_id = create_source(
-        tenant_a.principal(tenant_a.admin), group_id=tenant_a.workspace.group_id,
-        kind="conversation", name="chats", config={"root": str(root)}, tier=2,
-    )  # fmt: skip
-    ingest_run(source_id=source_id, group_id=tenant_a.workspace.group_id)
-    drain_outbox()
+    _conversation_source(tenant_a, tmp_path / "chats")
     ingest_markdown(tenant_b, tmp_path / "docs", ENGLISH)
 
     with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
@@ -243,23 +248,54 @@ def test_a_workspace_holding_a_conversation_source_is_also_searched_with_e5(
 
 
 @pytest.mark.django_db
-def test_the_operators_companion_comes_before_the_conversation_companion(
+def test_a_workspace_that_comes_to_hold_conversations_gets_the_companion_then(
+    tenant_a: Tenant, tmp_path: Path, settings, offered: None
+) -> None:
+    """Markdown first (one model), then a conversation source: from its first turn on the
+    workspace is searched with e5 too, the index says so in the audit log, and the older
+    documents get their second vector from the catch-up."""
+    settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
+    ingest_markdown(tenant_a, tmp_path / "docs", ENGLISH)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert GroupEmbedding.objects.get().companion == ""
+        older = SearchDocument.objects.count()
+    assert older > 0
+    assert _companions(tenant_a) == []
+
+    _conversation_source(tenant_a, tmp_path / "chats")
+
+    group_id = tenant_a.workspace.group_id
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert GroupEmbedding.objects.get().companion == "e5"
+        event = AuditEvent.objects.get(action="embedding.companion")
+        assert (event.actor_label, event.data["to"], event.data["to_embed"]) == (
+            "system:index", "e5", older,
+        )  # fmt: skip
+        assert "conversation source" in event.data["reason"]
+    assert _companions(tenant_a) == [(E5, 384)] * 2  # the two turns, at once
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        assert index_catch_up(group_id=group_id) == older  # the Markdown's claims
+    assert _companions(tenant_a) == [(E5, 384)] * (2 + older)
+
+
+@pytest.mark.django_db
+def test_an_admin_who_removed_the_companion_keeps_it_removed(
     tenant_a: Tenant, tmp_path: Path, settings, offered: None
 ) -> None:
     settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
-    settings.VERA_EMBEDDER__COMPANION = ""
-    root = tmp_path / "chats"
-    write_files(root, {"ana.json": json.dumps(CONVERSATION)})
-    source_id = create_source(
-        tenant_a.principal(tenant_a.admin), group_id=tenant_a.workspace.group_id,
-        kind="conversation", name="chats", config={"root": str(root)}, tier=2,
-    )  # fmt: skip
-    settings.VERA_EMBEDDER__CONVERSATION_COMPANION = ""  # the operator turned it off
-    ingest_run(source_id=source_id, group_id=tenant_a.workspace.group_id)
-    drain_outbox()
+    ingest_markdown(tenant_a, tmp_path / "docs", ENGLISH)
+    admin = tenant_a.principal(tenant_a.admin)
+    with rls.tenant_context(admin):
+        embedding_companion(
+            actor=admin, group_id=tenant_a.workspace.group_id, provider=None,
+            catalog=bootstrap.providers().embedders(), reason="one model is enough here",
+        )  # fmt: skip
 
-    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+    _conversation_source(tenant_a, tmp_path / "chats")
+
+    with rls.tenant_context(admin):
         assert GroupEmbedding.objects.get().companion == ""
+        assert not AuditEvent.objects.filter(actor_label="system:index").exists()
     assert _companions(tenant_a) == []
 
 

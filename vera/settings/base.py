@@ -259,8 +259,8 @@ VERA_EMBEDDER__CHOICES = env_list("VERA_EMBEDDER__CHOICES", default=["e5"])
 # none). Ranks better (SciFact 0.738 against 0.718 with MiniLM and e5) at the price of
 # embedding every document with both models; a workspace admin can change it.
 VERA_EMBEDDER__COMPANION = env_str("VERA_EMBEDDER__COMPANION", "")
-# The companion a new workspace that holds a conversation source gets when no
-# VERA_EMBEDDER__COMPANION is set ("" for none; must be offered). Conversations' turns
+# The companion a workspace that holds a conversation source gets, unless it has one
+# or its admin removed it ("" for none; must be offered). Conversations' turns
 # are short and casual: with e5 beside MiniLM a 1,000-token pack holds 0.555 of the
 # multi-hop evidence against 0.510 (bench.memory). e5 is a bundled local model: offered
 # unless the operator withdraws it (and then clears this too).
