@@ -12,8 +12,10 @@ with their dates as LoCoMo writes them, each turn's speaker and text, and the im
 shared, with `--images`, as an attachment with LoCoMo's caption, as LoCoMo shows its
 conversations to the models it tests) in a tier-2
 conversation source (so its turns publish), indexed by draining the outbox with MiniLM
-vectors. `--reuse` keeps the workspaces an earlier run built (by name) and ingests only
-the missing ones.
+vectors and, since the workspace holds a conversation source, e5's beside them (its
+companion, VERA_EMBEDDER__CONVERSATION_COMPANION; empty it to measure MiniLM alone).
+`--reuse` keeps the workspaces an earlier run built (by name) and ingests only the
+missing ones.
 
 Each question (those with evidence; categories 1 multi-hop, 2 temporal, 3 open-domain,
 4 single-hop, 5 adversarial) is then asked as the workspace's system principal:
