@@ -25,11 +25,17 @@ class VeraConfig(AppConfig):
         from . import metrics
         from .checks import renamed_variables
         from .db import grant_app_role
-        from .wiring import CurationProviders, RetrievalProviders, connector_kinds_check
+        from .wiring import (
+            CurationProviders,
+            RetrievalProviders,
+            connector_kinds_check,
+            embedder_catalog,
+        )
 
         post_migrate.connect(grant_app_role, dispatch_uid="vera.grant_app_role")
         checks.register(renamed_variables)
         connector_kinds_check()  # a kind half-wired fails every process at start
+        embedder_catalog()  # so does a companion that is not offered (loads no model)
         curation_bootstrap.install(CurationProviders())
         retrieval_bootstrap.install(RetrievalProviders())
         # Which database serves reads, and each standby's lag, as metrics.

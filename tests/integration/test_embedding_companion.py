@@ -312,6 +312,23 @@ def test_a_conversation_companion_that_is_not_offered_is_a_configuration_error(
         wiring.embedder_catalog()
 
 
+def test_a_process_does_not_start_with_a_companion_that_is_not_offered() -> None:
+    """Every process checks the embedders' settings as it starts (loading no model): an
+    operator who withdraws e5 but leaves it the conversations' companion is told so."""
+    env = {
+        **os.environ,
+        "VERA_EMBEDDER__CHOICES": "",
+        "VERA_EMBEDDER__CONVERSATION_COMPANION": "e5",
+    }
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "manage.py", "check"], env=env, cwd=root, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode != 0
+    assert "VERA_EMBEDDER__CONVERSATION_COMPANION is 'e5', which is not offered" in out.stderr
+
+
 def test_production_offers_e5_and_gives_it_to_conversations() -> None:
     """What production's settings say when the environment sets none of the embedders'
     (the test settings narrow both): read by a Python of its own, as a server starts."""
