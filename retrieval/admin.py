@@ -184,7 +184,8 @@ class GroupEmbeddingAdmin(ReadOnlyAdmin):
     @admin.display(description="second model")
     def second_model(self, obj: GroupEmbedding) -> str:
         if not obj.companion:
-            return "-"
+            # An admin's removal stands: a conversation source brings none back.
+            return "none (an admin's choice)" if obj.companion_chosen_at else "-"
         catalog = usecases.offered_models()
         if obj.companion not in catalog.choices():
             return f"{obj.companion} (not offered: unused)"

@@ -280,7 +280,7 @@ def test_a_workspace_that_comes_to_hold_conversations_gets_the_companion_then(
 
 @pytest.mark.django_db
 def test_an_admin_who_removed_the_companion_keeps_it_removed(
-    tenant_a: Tenant, tmp_path: Path, settings, offered: None
+    tenant_a: Tenant, tmp_path: Path, settings, offered: None, client: Client
 ) -> None:
     settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
     ingest_markdown(tenant_a, tmp_path / "docs", ENGLISH)
@@ -297,6 +297,12 @@ def test_an_admin_who_removed_the_companion_keeps_it_removed(
         assert GroupEmbedding.objects.get().companion == ""
         assert not AuditEvent.objects.filter(actor_label="system:index").exists()
     assert _companions(tenant_a) == []
+    tenant_a.admin.is_staff = True
+    tenant_a.admin.save()
+    client.force_login(tenant_a.admin)
+    page = client.get("/admin/retrieval/groupembedding/")
+    assert page.status_code == 200
+    assert "none (an admin&#x27;s choice)" in page.content.decode()
 
 
 def test_a_conversation_companion_that_is_not_offered_is_a_configuration_error(
