@@ -397,6 +397,8 @@ class Evidence(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["claim", "episode"], name="evidence_once_per_episode")
         ]
+        # What is cited just before or after a span of an episode (a turn's context).
+        indexes = [models.Index(fields=["episode", "start"], name="evidence_episode_start_idx")]
 
     def __str__(self) -> str:
         return f"claim {self.claim_id} in episode {self.episode_id}"

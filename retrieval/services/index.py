@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from curation.domain.conversation import statement_said
+from curation.domain.highlight import PASSAGE_PREDICATE
 from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import VERIFICATION_SCORE, ClaimStatus, Verification
 from curation.domain.validity import EVER_VALID, VALID_NOW
@@ -89,6 +91,57 @@ def _subject_name(claim: Claim) -> str:
     return canonical(claim.subject).canonical_name
 
 
+# The published passage before each claim's in its episode (by where each is cited).
+_TURN_BEFORE_SQL = f"""
+    SELECT h.claim_id, before.fact_text
+    FROM curation_evidence h
+    CROSS JOIN LATERAL (
+        SELECT c.fact_text FROM curation_evidence e
+        JOIN curation_claim c ON c.id = e.claim_id
+        WHERE e.episode_id = h.episode_id AND e.start < h.start
+          AND c.predicate = '{PASSAGE_PREDICATE}' AND c.status = '{VALID_NOW.value}'
+        ORDER BY e.start DESC LIMIT 1
+    ) before
+    WHERE h.claim_id = ANY(%s) AND h.start IS NOT NULL
+    ORDER BY h.claim_id, h.episode_id
+"""  # noqa: S608 - constants, no input
+
+
+def companion_texts(claims: Sequence[Claim], texts: Sequence[str]) -> list[str]:
+    """What a companion model embeds for these claims' documents (`texts`): each text,
+    and a conversation's turn after the turn before it that same day, its context.
+
+    A turn answers or takes up the one before ("Yes, every morning!" after "Do you still
+    run?"): read alone it says little; with its context it is found by what it answers.
+    Measured over LoCoMo's turns (full text, MiniLM and e5 fused; evidence in the top
+    40): e5 reading each turn after the one before it finds 0.844 of the evidence and
+    0.645 of multi-hop evidence, against 0.796 and 0.591 reading turns alone (MiniLM the
+    same way: 0.829 and 0.586, losing open-domain questions, so the workspace's own model
+    reads the turn alone). The context is a ranking hint, never shown: the document's
+    text, its full text and its own model's vector stay the turn's.
+    """
+    said = {
+        claim.pk: found
+        for claim in claims
+        if claim.predicate == PASSAGE_PREDICATE
+        and (found := statement_said(claim.fact_text)) is not None
+    }
+    if not said:
+        return list(texts)
+    before: dict[int, str] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(_TURN_BEFORE_SQL, [list(said)])
+        for claim_id, text in cursor.fetchall():
+            before.setdefault(claim_id, text)
+    out = []
+    for claim, text in zip(claims, texts, strict=True):
+        turn, context = said.get(claim.pk), before.get(claim.pk)
+        earlier = statement_said(context) if context else None
+        same_day = turn is not None and earlier is not None and earlier.day == turn.day
+        out.append(f"{context}\n{text}" if same_day else text)
+    return out
+
+
 # Either one embedder for every group, or the offered models, each group its own.
 Embedders = Embedder | EmbedderCatalog
 
@@ -161,7 +214,8 @@ def index_claims(*, claim_ids: list[int], embedder: Embedders) -> int:
             companion = _companion(embedder, group_id)
             if companion is not None:
                 ids = [claim.pk for claim in claims_of_group]
-                companions.append((companion, ids, companion.embed(texts)))
+                told = companion_texts(claims_of_group, texts)
+                companions.append((companion, ids, companion.embed(told)))
         documents += [
             _document(claim, text, vector, group_embedder)
             for claim, text, vector in zip(claims_of_group, texts, vectors, strict=True)
@@ -322,11 +376,12 @@ def index_prepare(jobs: list[OutboxJob], *, embedder: Embedders) -> None:
         .prefetch_related("evidence")
     )
     for group_id in sorted({claim.group_id for claim in claims}):
-        texts = [document_text(claim) for claim in claims if claim.group_id == group_id]
+        of_group = [claim for claim in claims if claim.group_id == group_id]
+        texts = [document_text(claim) for claim in of_group]
         _for_group(embedder, group_id)[0].embed(texts)
         companion = _companion(embedder, group_id)
         if companion is not None:
-            companion.embed(texts)
+            companion.embed(companion_texts(of_group, texts))
 
 
 def index_job(job: OutboxJob, *, embedder: Embedders) -> None:
@@ -412,7 +467,8 @@ def index_catch_up(
                 .order_by("pk")
             )
             ids = [claim.pk for claim in claims]
-            vectors = companion.embed([document_text(claim) for claim in claims])
+            texts = [document_text(claim) for claim in claims]
+            vectors = companion.embed(companion_texts(list(claims), texts))
             _companion_write(companion, ids, vectors)
         done += len(rows)
     return done

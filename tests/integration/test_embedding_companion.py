@@ -17,13 +17,16 @@ import sys
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
 from common.errors import PermissionDenied
+from curation.models import Claim
 from retrieval import bootstrap
 from retrieval.domain.query import Query
 from retrieval.models import CompanionVector, GroupEmbedding, SearchDocument
@@ -245,6 +248,63 @@ def test_a_workspace_holding_a_conversation_source_is_also_searched_with_e5(
         assert GroupEmbedding.objects.get().companion == ""
     assert _companions(tenant_b) == []
     assert set(_lists(tenant_b, "billing-api")) == {"fulltext", "vector"}
+
+
+TWO_DAYS = {
+    "title": "Ana and Bo",
+    "sessions": [
+        {
+            "date": "8 May 2023",
+            "turns": [
+                {"speaker": "Bo", "text": "What do you do to unwind after work?"},
+                {"speaker": "Ana", "text": "Pottery, mostly. It calms me down."},
+            ],
+        },
+        {
+            "date": "9 May 2023",
+            "turns": [{"speaker": "Bo", "text": "Finished my first ceramic bowl!"}],
+        },
+    ],
+}
+
+
+def _cosine(a: Any, b: Any) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.mark.django_db
+def test_the_companion_reads_a_turn_after_the_turn_before_it_that_day(
+    tenant_a: Tenant, tmp_path: Path, settings, offered: None
+) -> None:
+    """The companion's vector of an answer is e5's of the question before it and the
+    answer; the first turn of a day is read alone, and the text shown and the
+    workspace's own vector stay the turn's."""
+    settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
+    root = tmp_path / "chats"
+    write_files(root, {"ana.json": json.dumps(TWO_DAYS)})
+    source_id = create_source(
+        tenant_a.principal(tenant_a.admin), group_id=tenant_a.workspace.group_id,
+        kind="conversation", name="chats", config={"root": str(root)}, tier=2,
+    )  # fmt: skip
+    ingest_run(source_id=source_id, group_id=tenant_a.workspace.group_id)
+    drain_outbox()
+
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        docs = {d.text.split(" said: ")[1][:12]: d for d in SearchDocument.objects.all()}
+        vectors = dict(CompanionVector.objects.values_list("document_id", "embedding"))
+        facts = dict(Claim.objects.values_list("id", "fact_text"))
+    question, answer, bowl = docs["What do you "], docs["Pottery, mos"], docs["Finished my "]
+    e5 = bootstrap.providers().embedders().passage("e5")
+    alone, told = e5.embed([answer.text, f"{facts[question.claim_id]}\n{answer.text}"])
+    assert _cosine(vectors[answer.pk], told) > 0.999
+    assert _cosine(vectors[answer.pk], alone) < 0.99  # the context changed it
+    # The first turn of each day has no context that day: the 9 May turn is read alone,
+    # not after 8 May's last.
+    first, next_day = e5.embed([question.text, bowl.text])
+    assert _cosine(vectors[question.pk], first) > 0.999
+    assert _cosine(vectors[bowl.pk], next_day) > 0.999
+    assert "What do you do" not in answer.text  # shown and searched as said
 
 
 @pytest.mark.django_db
