@@ -70,6 +70,7 @@ from retrieval.services.erasure_log import (
     search_log_residue,
     searches_returning,
 )
+from retrieval.services.index import companion_texts
 from retrieval.services.snapshots import snapshot_rows_holding, snapshots_forget
 from tenants.domain.access import Principal
 from tenants.domain.scopes import Role
@@ -159,11 +160,15 @@ def _caches(group_id: str, catalog: EmbedderCatalog) -> list[EmbeddingCache]:
 
 def _texts(plan: Plan) -> tuple[list[str], list[str]]:
     """(texts whose vectors were cached, every erased text) of the plan's content."""
-    documents = list(
+    indexed = dict(
         SearchDocument.objects.filter(
             claim_id__in=[*plan.claims_erased, *plan.claims_kept]
-        ).values_list("text", flat=True)
+        ).values_list("claim_id", "text")
     )  # the kept claims' texts carried the erased snippets too
+    claims = list(Claim.objects.filter(pk__in=indexed).order_by("pk"))
+    # A companion read each turn after the one before it: those texts were cached too.
+    told = companion_texts(claims, [indexed[claim.pk] for claim in claims])
+    documents = list(dict.fromkeys([*indexed.values(), *told]))
     erased = [
         *Evidence.objects.filter(episode_id__in=plan.episodes).values_list("snippet", flat=True),
         *Claim.objects.filter(pk__in=plan.claims_erased).values_list("fact_text", flat=True),

@@ -26,10 +26,11 @@ from django.test import Client
 from django.utils import timezone
 
 from common.errors import PermissionDenied
-from curation.models import Claim
+from curation.models import Claim, Source
 from retrieval import bootstrap
 from retrieval.domain.query import Query
 from retrieval.models import CompanionVector, GroupEmbedding, SearchDocument
+from retrieval.ports import EmbeddingCache
 from retrieval.services.embedding import SwitchRefused, embedding_companion
 from retrieval.services.search import stage1_lists
 from retrieval.tasks import index_catch_up_workspaces
@@ -214,9 +215,9 @@ CONVERSATION = {
 }
 
 
-def _conversation_source(tenant: Tenant, root: Path) -> None:
+def _conversation_source(tenant: Tenant, root: Path, transcript: Any = None) -> None:
     """A tier-2 conversation source over one transcript in `root`, ingested and indexed."""
-    write_files(root, {"ana.json": json.dumps(CONVERSATION)})
+    write_files(root, {"ana.json": json.dumps(transcript or CONVERSATION)})
     source_id = create_source(
         tenant.principal(tenant.admin), group_id=tenant.workspace.group_id,
         kind="conversation", name="chats", config={"root": str(root)}, tier=2,
@@ -305,6 +306,39 @@ def test_the_companion_reads_a_turn_after_the_turn_before_it_that_day(
     assert _cosine(vectors[question.pk], first) > 0.999
     assert _cosine(vectors[bowl.pk], next_day) > 0.999
     assert "What do you do" not in answer.text  # shown and searched as said
+
+
+@pytest.mark.django_db
+def test_erasing_a_conversation_forgets_the_companions_readings_of_its_turns(
+    tenant_a: Tenant, tmp_path: Path, settings, offered: None, client: Client,
+    django_capture_on_commit_callbacks,
+) -> None:  # fmt: skip
+    """The companion's cached vector of "the turn before, then the turn" is content of
+    the erased conversation too: the erasure forgets it, and its scan says so."""
+    settings.VERA_EMBEDDER__CONVERSATION_COMPANION = "e5"
+    _conversation_source(tenant_a, tmp_path / "chats", TWO_DAYS)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        source = Source.objects.get(name="chats")
+        answer = SearchDocument.objects.get(text__contains="Pottery, mostly")
+        question = Claim.objects.get(fact_text__contains="What do you do to unwind")
+    cache = bootstrap.providers().embedders().passage("e5")
+    assert isinstance(cache, EmbeddingCache)
+    key = cache.key(f"{question.fact_text}\n{answer.text}")
+    assert cache.holds([key]) == [key]  # what the index embedded, cached
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.force_login(tenant_a.admin)
+        response = client.post(
+            f"/api/v1/sources/{source.pk}/erase", {"reason": "asked to", "confirm": True},
+            content_type="application/json",
+        )  # fmt: skip
+    drain_outbox()
+
+    assert response.status_code == 200, response.content
+    assert cache.holds([key]) == []
+    out = StringIO()
+    call_command("erasure_verify", str(response.json()["id"]), stdout=out)
+    assert "is complete" in out.getvalue()
 
 
 @pytest.mark.django_db
