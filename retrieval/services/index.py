@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from curation.domain.conversation import statement_said
+from curation.domain.conversation import Said, statement_said
 from curation.domain.highlight import PASSAGE_PREDICATE
 from curation.domain.sources import ConnectorKind
 from curation.domain.tiers import VERIFICATION_SCORE, ClaimStatus, Verification
@@ -113,12 +113,15 @@ def companion_texts(claims: Sequence[Claim], texts: Sequence[str]) -> list[str]:
 
     A turn answers or takes up the one before ("Yes, every morning!" after "Do you still
     run?"): read alone it says little; with its context it is found by what it answers.
-    Measured over LoCoMo's turns (full text, MiniLM and e5 fused; evidence in the top
-    40): e5 reading each turn after the one before it finds 0.844 of the evidence and
-    0.645 of multi-hop evidence, against 0.796 and 0.591 reading turns alone (MiniLM the
-    same way: 0.829 and 0.586, losing open-domain questions, so the workspace's own model
-    reads the turn alone). The context is a ranking hint, never shown: the document's
-    text, its full text and its own model's vector stay the turn's.
+    The two turns are read as said ("Speaker: words"), without the day and the
+    conversation's title the indexed text carries. Measured over LoCoMo's turns (their
+    indexed texts' full text and MiniLM fused with e5; evidence in the top 40): e5
+    reading each turn so after the one before it finds 0.848 of the evidence and 0.636
+    of multi-hop evidence, against 0.799 and 0.606 reading the indexed text alone, and
+    0.839 and 0.607 reading the two indexed texts (MiniLM reading turns in context loses
+    open-domain questions, so the workspace's own model reads the turn alone). The
+    context is a ranking hint, never shown: the document's text, its full text and its
+    own model's vector stay the turn's.
     """
     said = {
         claim.pk: found
@@ -137,9 +140,18 @@ def companion_texts(claims: Sequence[Claim], texts: Sequence[str]) -> list[str]:
     for claim, text in zip(claims, texts, strict=True):
         turn, context = said.get(claim.pk), before.get(claim.pk)
         earlier = statement_said(context) if context else None
-        same_day = turn is not None and earlier is not None and earlier.day == turn.day
-        out.append(f"{context}\n{text}" if same_day else text)
+        if turn is not None and earlier is not None and earlier.day == turn.day:
+            # Two lines as they were said: the day and the conversation's title, the
+            # same for every turn of the day, would only pull the turns together.
+            out.append(f"{_as_said(earlier)}\n{_as_said(turn)}")
+        else:
+            out.append(text)
     return out
+
+
+def _as_said(said: Said) -> str:
+    """A turn as it was said: "Caroline: I went there yesterday." """
+    return f"{said.speaker}: {said.words.removeprefix(f'{said.speaker} said: ')}"
 
 
 # Either one embedder for every group, or the offered models, each group its own.

@@ -26,6 +26,7 @@ from django.test import Client
 from django.utils import timezone
 
 from common.errors import PermissionDenied
+from curation.domain.conversation import statement_said
 from curation.models import Claim, Source
 from retrieval import bootstrap
 from retrieval.domain.query import Query
@@ -274,6 +275,14 @@ def _cosine(a: Any, b: Any) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
+def _two_turns(before: str, turn: str) -> str:
+    """What the companion reads for a turn after the one before it: the two as said."""
+    said = [statement_said(text) for text in (before, turn)]
+    return "\n".join(
+        f"{s.speaker}: {s.words.removeprefix(s.speaker + ' said: ')}" for s in said if s
+    )
+
+
 @pytest.mark.django_db
 def test_the_companion_reads_a_turn_after_the_turn_before_it_that_day(
     tenant_a: Tenant, tmp_path: Path, settings, offered: None
@@ -297,7 +306,10 @@ def test_the_companion_reads_a_turn_after_the_turn_before_it_that_day(
         facts = dict(Claim.objects.values_list("id", "fact_text"))
     question, answer, bowl = docs["What do you "], docs["Pottery, mos"], docs["Finished my "]
     e5 = bootstrap.providers().embedders().passage("e5")
-    alone, told = e5.embed([answer.text, f"{facts[question.claim_id]}\n{answer.text}"])
+    told_text = _two_turns(facts[question.claim_id], facts[answer.claim_id])
+    assert told_text.startswith("Bo: What do you do")
+    assert "On " not in told_text
+    alone, told = e5.embed([answer.text, told_text])
     assert _cosine(vectors[answer.pk], told) > 0.999
     assert _cosine(vectors[answer.pk], alone) < 0.99  # the context changed it
     # The first turn of each day has no context that day: the 9 May turn is read alone,
@@ -321,9 +333,10 @@ def test_erasing_a_conversation_forgets_the_companions_readings_of_its_turns(
         source = Source.objects.get(name="chats")
         answer = SearchDocument.objects.get(text__contains="Pottery, mostly")
         question = Claim.objects.get(fact_text__contains="What do you do to unwind")
+        answered = Claim.objects.get(pk=answer.claim_id).fact_text
     cache = bootstrap.providers().embedders().passage("e5")
     assert isinstance(cache, EmbeddingCache)
-    key = cache.key(f"{question.fact_text}\n{answer.text}")
+    key = cache.key(_two_turns(question.fact_text, answered))
     assert cache.holds([key]) == [key]  # what the index embedded, cached
 
     with django_capture_on_commit_callbacks(execute=True):
