@@ -40,7 +40,9 @@ is inside when it is a substring, or
 when at least 80% of its word 5-grams (every one of its words, for a turn of fewer than
 five words) occur in that text. Averaged per question, then per category and overall;
 also the mean tokens each system used per budget (a pack's own `tokens`, header
-included). Asserts nothing.
+included). Then pack@1000 per conversation and category, and over all of them with a 95%
+interval (1.96 standard errors over questions): a goal on conversations nobody has seen
+is met with confidence only when the interval clears it. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ BUDGETS = (500, 1000, 2000)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 BASELINES = ("BM25", "dense", "RRF")
 SEARCH_CUTOFFS = (5, 10, 40)  # 40: the hits a pack of 1,000 tokens reads
+SPREAD_COLUMN = "pack@1000"  # the budget the goals are set at
 BM25_K1, BM25_B = 0.9, 0.4
 RRF_K = 60
 GRAM = 5
@@ -415,6 +418,39 @@ def table(scores: Scores) -> str:
     return "\n".join(rows)
 
 
+def interval(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of `values` and the half-width of its 95% interval (1.96 standard errors,
+    the sample standard deviation over the square root of n; 0 for fewer than two)."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, 1.96 * math.sqrt(variance / n)
+
+
+def spread(parts: Sequence[tuple[str, Scores]], column: str = SPREAD_COLUMN) -> str:
+    """`column`'s recall per category for each conversation, then over all of them with
+    its 95% interval: how far a conversation nobody has seen may land from the mean."""
+    names = [name for name, _ in parts]
+    width = max(9, *(len(n) + 1 for n in names))
+    head = f"{'category':<12}" + "".join(f"{n:>{width}}" for n in names) + f"{'all':>16}"
+    rows = [f"{column} per conversation", head, "-" * len(head)]
+    for category, label in [*CATEGORIES.items(), (0, "overall")]:
+        cells, every = [], []
+        for _, part in parts:
+            values = [r for c, r in part.recall[column] if category in (0, c)]
+            every += values
+            mean = f"{sum(values) / len(values):.3f}" if values else "-"
+            cells.append(f"{mean:>{width}}")
+        total = "-"
+        if every:
+            middle, half = interval(every)
+            total = f"{middle:.3f} ± {half:.3f}"
+        rows.append(f"{label:<12}" + "".join(cells) + f"{total:>16}")
+    return "\n".join(rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DATA)
@@ -444,6 +480,7 @@ def main() -> int:
     analyze()
     print(f"ingest: {ingest_seconds:.0f} s ({time.perf_counter() - started:.0f} s wall)")
     scores = Scores(defaultdict(list), defaultdict(list))
+    parts: list[tuple[str, Scores]] = []
     asked_started = time.perf_counter()
     skipped = 0
     for conversation, (group_id, _) in zip(conversations, workspaces, strict=True):
@@ -452,7 +489,13 @@ def main() -> int:
             questions = questions[: args.questions]
         skipped += conversation.skipped
         t0 = time.perf_counter()
-        evaluate(conversation, group_id, questions, scores)
+        part = Scores(defaultdict(list), defaultdict(list))
+        evaluate(conversation, group_id, questions, part)
+        parts.append((conversation.sample_id, part))
+        for column, rows in part.recall.items():
+            scores.recall[column] += rows
+        for column, used in part.tokens.items():
+            scores.tokens[column] += used
         print(f"asked {workspace_name(conversation)}: {len(questions)} questions in "
               f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
     asked = len(scores.recall[columns()[0]])
@@ -462,6 +505,8 @@ def main() -> int:
           f"{time.perf_counter() - asked_started:.0f} s\n")  # fmt: skip
     print("evidence recall (share of evidence turns inside what each system returned)")
     print(table(scores))
+    print()
+    print(spread(parts))
     return 0
 
 
