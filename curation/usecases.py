@@ -65,6 +65,7 @@ from curation.services.retraction import RetractionRefused as RetractionRefused
 from curation.services.review import BulkOutcome as BulkOutcome
 from curation.services.review import Conflict as Conflict
 from curation.services.review import Edit as Edit
+from curation.services.sources import SOURCE_ADMINS_ONLY as SOURCE_ADMINS_ONLY
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system

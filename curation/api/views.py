@@ -51,6 +51,7 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Reprocessing, Source
 from curation.tasks import reprocess_enqueue
 from curation.usecases import (
+    SOURCE_ADMINS_ONLY,
     ProposalRefused,
     ReprocessRefused,
     Retraction,
@@ -89,10 +90,15 @@ class SourceListView(ScopeNarrowedList, generics.ListAPIView[Source]):
 
     @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
     def post(self, request: Request) -> Response:
+        actor = principal_of(request)
+        # A caller who administers no scope is refused before its body is read: what is
+        # wrong with a body it could never send is no business of theirs.
+        if not actor.groups_at_least(Role.ADMIN):
+            raise exceptions.PermissionDenied(SOURCE_ADMINS_ONLY)
         form = SourceCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            source = source_create(actor=principal_of(request), **form.validated_data)
+            source = source_create(actor=actor, **form.validated_data)
         except PermissionDenied as error:
             raise exceptions.PermissionDenied(str(error)) from None
         except ValueError as error:

@@ -182,9 +182,12 @@ def source_validate(
         raise ValueError(reason)
 
 
+SOURCE_ADMINS_ONLY = "only an admin of the scope can add or change its sources"
+
+
 def _require_admin(actor: Principal, group_id: str) -> None:
     if not actor.can(Role.ADMIN, group_id):
-        raise PermissionDenied("only an admin of the scope can add or change its sources")
+        raise PermissionDenied(SOURCE_ADMINS_ONLY)
 
 
 @transaction.atomic
