@@ -257,6 +257,8 @@ def _pins(group_id: str, pinning: Pinning) -> dict[str, Any]:
         "half_life_s": ranking.HALF_LIFE_S,
         # How many of its best postings each query term reads (their order is under the seal).
         "postings_per_term": sql.POSTINGS_PER_TERM,
+        # How much a query word's other forms weigh (`lexical.inflections`).
+        "lexical_variant_weight": lexical.VARIANT_WEIGHT,
     }
 
 
@@ -528,6 +530,7 @@ def snapshot_search(
         size=counts.get("lexical_documents", 0),
         avg_len=counts.get("tokens", 0) / max(counts.get("lexical_documents", 0), 1),
         per_term=pins.get("postings_per_term"),
+        variant_weight=pins.get("lexical_variant_weight"),
     )
     if snapshot.taken_at is None:  # a sealed snapshot always has it
         raise SnapshotRefused(f"snapshot {snapshot.pk} has no instant; it cannot be searched")

@@ -127,6 +127,44 @@ def test_sql_scores_equal_the_reference_formula_when_computed_in_python(tenant_a
     assert scores == pytest.approx({k: v for k, v in expected.items() if v > 0}, rel=1e-9)
 
 
+def test_a_query_word_finds_its_other_forms_scored_as_the_reference_when_english(
+    tenant_a: Tenant,
+) -> None:
+    facts = [
+        "caroline is researching adoption agencies",
+        "melanie went camping with the kids",
+        "the camp was by the lake and the camps were full",
+        "research shows camps help kids",
+    ]
+    ids = _claims(tenant_a, facts)
+    query = Query(text="What did Caroline research about camps?")
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        where, params = _where(query)
+        scores = dict(lexical_scores(query, where, params, 50))
+    df, (documents, tokens) = _expected(facts)
+    terms = query.text.lower().replace("?", "").split()
+    expected = {
+        claim_id: lexical.bm25(
+            terms, Counter(fact.split()), document_frequency=df, documents=documents,
+            avg_len=tokens / documents,
+        )
+        for claim_id, fact in zip(ids, facts, strict=True)
+    }  # fmt: skip
+    assert scores == pytest.approx(expected, rel=1e-9)
+    # "researching" and "camping" only through a form of "research" and "camps": found,
+    # and weighing less than a document holding the words as asked.
+    as_written = {
+        claim_id: lexical.bm25(
+            terms, Counter(fact.split()), document_frequency=df, documents=documents,
+            avg_len=tokens / documents, variant_weight=None,
+        )
+        for claim_id, fact in zip(ids, facts, strict=True)
+    }  # fmt: skip
+    assert as_written[ids[0]] > 0  # "caroline" alone
+    assert scores[ids[0]] > as_written[ids[0]]
+    assert as_written[ids[1]] == 0 < scores[ids[1]]
+
+
 def test_a_rare_word_outranks_many_common_ones_when_both_match(tenant_a: Tenant) -> None:
     facts = ["kafka runs on broker one", "the the the the of of in in", "the cache", "the api"]
     ids = _claims(tenant_a, facts)

@@ -387,3 +387,30 @@ def test_snapshot_postings_are_read_best_first_by_an_impact_under_the_seal(
     response = _get(client, tenant_a.viewer, "/api/v1/search", q="gateway", snapshot=snapshot.pk)
     assert response.status_code == 409
     assert "no longer matches its seal" in response.json()["detail"]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_snapshot_reads_other_forms_of_a_word_only_when_sealed_with_them(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    docs = {f"s{n}.md": f"# Service {n}\n\nThe api-gateway fronts the api-{n}." for n in (1, 2)}
+    ingest_markdown(tenant_a, tmp_path, docs)
+    snapshot = sealed_snapshot(tenant_a, name="forms")
+    assert snapshot.pins["lexical_variant_weight"] == lexical.VARIANT_WEIGHT
+    counts = snapshot.counts
+    size, avg = counts["lexical_documents"], counts["tokens"] / counts["lexical_documents"]
+    asked = Query(text="fronting")  # the documents say "fronts"
+    where, params = sql.where_clause(asked)
+    with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+        pinned = SnapshotIndex(
+            snapshot.pk,
+            size,
+            avg,
+            per_term=sql.POSTINGS_PER_TERM,
+            variant_weight=snapshot.pins["lexical_variant_weight"],
+        ).fulltext(asked, where, params, 10)
+        # A snapshot sealed before forms were read pins none: its words as written.
+        before = SnapshotIndex(snapshot.pk, size, avg, per_term=sql.POSTINGS_PER_TERM)
+        assert before.fulltext(asked, where, params, 10) == []
+    assert len(pinned) == 2

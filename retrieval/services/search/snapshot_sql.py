@@ -19,14 +19,17 @@ from retrieval.domain import lexical
 from retrieval.domain.understanding import FUNCTION_WORDS
 from retrieval.services.search.sql import (
     AS_OF,
+    BEST_FORM,
     EXACT_DOCUMENTS,
     LEXEMES,
     NOW,
+    QUERY_TERMS,
     QUERY_WORDS,
     TERM_SCORE,
     Candidate,
     Nearest,
     nearest,
+    query_terms,
     understood_about,
     vector_literal,
 )
@@ -76,6 +79,9 @@ class SnapshotIndex:
     # The postings each query term reads (its best by impact), as pinned when it was
     # sealed; None for a snapshot sealed before postings carried their impact.
     per_term: int | None = None
+    # The weight of a query word's other forms (`lexical.VARIANT_WEIGHT` when it was
+    # sealed); None for a snapshot sealed before they were read: its words as written.
+    variant_weight: float | None = None
 
     def fulltext(self, query: Any, where: str, params: list[Any], depth: int) -> list[int]:
         """BM25 over the snapshot's postings: each term's best `per_term` that pass the
@@ -85,37 +91,44 @@ class SnapshotIndex:
             return self._fulltext_every_posting(query, where, params, depth)
         postings, filters = _postings(where, params)
         sql = f"""
-            WITH q AS (
-                SELECT array_agg(DISTINCT word) AS terms FROM unnest({LEXEMES}) AS word
-            ),
+            WITH {QUERY_TERMS},
             c AS (SELECT %s::float8 AS n, %s::float8 AS avg_len, %s::float8 AS k1,
                          %s::float8 AS b),
             w AS (
-                SELECT s.term, ln(1 + (c.n - s.df + 0.5) / (s.df + 0.5)) AS idf
-                FROM retrieval_snapshottermstat s, c
-                WHERE s.snapshot_id = %s AND s.term = ANY ((SELECT terms FROM q)::text[])
+                SELECT s.term, q.origin,
+                       q.weight * ln(1 + (c.n - s.df + 0.5) / (s.df + 0.5)) AS idf
+                FROM retrieval_snapshottermstat s
+                JOIN q ON q.term = s.term
+                CROSS JOIN c
+                WHERE s.snapshot_id = %s AND s.term = ANY ((SELECT terms FROM q_terms)::text[])
             ),
             candidates AS (
-                SELECT p.claim_id
-                FROM w CROSS JOIN c CROSS JOIN LATERAL ({postings}) p
-                GROUP BY p.claim_id
-                ORDER BY sum({TERM_SCORE.format(t="p")}) DESC, p.claim_id
+                SELECT x.claim_id FROM (
+                    SELECT p.claim_id, {BEST_FORM.format(score=TERM_SCORE.format(t="p"))}
+                    FROM w CROSS JOIN c CROSS JOIN LATERAL ({postings}) p
+                    GROUP BY p.claim_id, w.origin
+                ) x
+                GROUP BY x.claim_id
+                ORDER BY sum(x.score) DESC, x.claim_id
                 LIMIT %s
             )
-            SELECT h.claim_id, sum({TERM_SCORE.format(t="t")}) AS score
-            FROM candidates h CROSS JOIN w CROSS JOIN c
-            CROSS JOIN LATERAL (  -- one primary-key probe per candidate and term
-                SELECT t.tf, t.doc_len FROM retrieval_snapshotterm t
-                WHERE t.snapshot_id = %s AND t.term = w.term AND t.claim_id = h.claim_id
-                LIMIT 1
-            ) t
-            GROUP BY h.claim_id
-            ORDER BY score DESC, h.claim_id
+            SELECT x.claim_id, sum(x.score) AS score FROM (
+                SELECT h.claim_id, {BEST_FORM.format(score=TERM_SCORE.format(t="t"))}
+                FROM candidates h CROSS JOIN w CROSS JOIN c
+                CROSS JOIN LATERAL (  -- one primary-key probe per candidate and term
+                    SELECT t.tf, t.doc_len FROM retrieval_snapshotterm t
+                    WHERE t.snapshot_id = %s AND t.term = w.term AND t.claim_id = h.claim_id
+                    LIMIT 1
+                ) t
+                GROUP BY h.claim_id, w.origin
+            ) x
+            GROUP BY x.claim_id
+            ORDER BY score DESC, x.claim_id
         """  # noqa: S608 - `where` is built from fixed fragments; values are parameters
         values = [
-            query.text, lexical.PUNCTUATION, self.size, self.avg_len or 1.0, lexical.K1,
-            lexical.B, self.snapshot_id, self.snapshot_id, *filters, self.per_term, depth,
-            self.snapshot_id,
+            *query_terms(query.text, self.variant_weight), self.size, self.avg_len or 1.0,
+            lexical.K1, lexical.B, self.snapshot_id, self.snapshot_id, *filters,
+            self.per_term, depth, self.snapshot_id,
         ]  # fmt: skip
         with read_connection().cursor() as cursor:
             cursor.execute(sql, values)

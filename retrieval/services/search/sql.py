@@ -133,27 +133,55 @@ TERM_SCORE = (
 )
 
 
+def query_lexemes(text: str) -> list[str]:
+    """The query's distinct lexemes, as the index makes a document's (`LEXEMES`), sorted."""
+    with read_connection().cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT word FROM unnest({LEXEMES}) AS word ORDER BY word",  # noqa: S608
+            [text, lexical.PUNCTUATION],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def query_terms(text: str, variant_weight: float | None) -> list[list[Any]]:
+    """The query's terms as three parallel arrays for `QUERY_TERMS`: each term, the query
+    word it stands for, and its weight (`lexical.query_terms_weighted`: the query's
+    lexemes and, unless `variant_weight` is None, their other forms)."""
+    rows = lexical.query_terms_weighted(query_lexemes(text), variant_weight=variant_weight)
+    return [[row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows]]
+
+
+# The query's terms (`query_terms`) as rows of `q`, and every term's array.
+QUERY_TERMS = """
+    q AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::float8[]) AS q(term, origin, weight)),
+    q_terms AS (SELECT array_agg(term) AS terms FROM q)
+"""
+
+# A document's score: over the query's words, the best of each word's forms it holds
+# (`lexical.bm25`), as SQL on scored rows `x(claim_id, origin, score)`.
+BEST_FORM = "max({score}) AS score"
+
+
 def lexical_scores(
     query: Query, where: str, params: list[Any], depth: int
 ) -> list[tuple[int, float]]:
     """BM25 over the caller's visible groups: (claim id, score), best first, at most `depth`.
 
-    The query's own lexemes (`LEXEMES`, as the index made the documents') are looked up
-    in the inverted index: nothing the caller types is parsed as tsquery syntax. Each
-    term reads only the top `POSTINGS_PER_TERM` of its postings by impact that pass the
-    filters, which finds the candidates; the best `depth` of them by that partial sum
-    are then scored exactly, from all their postings of the query's terms (a lookup by
-    primary key each). The cut alone left a candidate without what a term whose list
-    runs longer gives it, and such a term is not negligible (SciFact: a term in 500 of
-    13,000 passages has an idf of 3.3): nDCG@10 0.6569 against 0.6625 with every
-    posting read (k1 0.9, b 0.4); rescored, 0.6624 at a fraction of the cost.
+    The query's own lexemes (`LEXEMES`, as the index made the documents'), and the other
+    forms of its English words (`lexical.inflections`, weighing `lexical.VARIANT_WEIGHT`;
+    a document counts its best form of each word), are looked up in the inverted index:
+    nothing the caller types is parsed as tsquery syntax. Each term reads only the top
+    `POSTINGS_PER_TERM` of its postings by impact that pass the filters, which finds the
+    candidates; the best `depth` of them by that partial sum are then scored exactly,
+    from all their postings of the query's terms (a lookup by primary key each). The cut
+    alone left a candidate without what a term whose list runs longer gives it, and such
+    a term is not negligible (SciFact: a term in 500 of 13,000 passages has an idf of
+    3.3): nDCG@10 0.6569 against 0.6625 with every posting read (k1 0.9, b 0.4);
+    rescored, 0.6624 at a fraction of the cost.
     """
     postings, filters = _postings(where, params)
     sql = f"""
-        WITH q AS (
-            SELECT array_agg(DISTINCT word) AS terms
-            FROM unnest({LEXEMES}) AS word
-        ),
+        WITH {QUERY_TERMS},
         corpus AS (
             SELECT sum(documents)::float8 AS n,
                    sum(tokens)::float8 / nullif(sum(documents), 0) AS avg_len,
@@ -161,35 +189,45 @@ def lexical_scores(
             FROM retrieval_lexicalcorpus
         ),
         weights AS (
-            SELECT s.term, ln(1 + (c.n - s.df + 0.5) / (s.df + 0.5)) AS idf
+            SELECT s.term, q.origin, q.weight * ln(1 + (c.n - s.df + 0.5) / (s.df + 0.5)) AS idf
             FROM (
                 SELECT term, least(sum(df), (SELECT n FROM corpus))::float8 AS df
-                FROM retrieval_lexicaltermstat WHERE term = ANY ((SELECT terms FROM q)::text[])
+                FROM retrieval_lexicaltermstat
+                WHERE term = ANY ((SELECT terms FROM q_terms)::text[])
                 GROUP BY term
-            ) s, corpus c
+            ) s
+            JOIN q ON q.term = s.term
+            CROSS JOIN corpus c
         ),
         candidates AS (
-            SELECT p.claim_id
-            FROM weights w CROSS JOIN corpus c
-            CROSS JOIN LATERAL ({_POSTINGS_VISIBLE.format(postings=postings)}) p
-            GROUP BY p.claim_id
-            ORDER BY sum({TERM_SCORE.format(t="p")}) DESC, p.claim_id
+            SELECT x.claim_id FROM (
+                SELECT p.claim_id, {BEST_FORM.format(score=TERM_SCORE.format(t="p"))}
+                FROM weights w CROSS JOIN corpus c
+                CROSS JOIN LATERAL ({_POSTINGS_VISIBLE.format(postings=postings)}) p
+                GROUP BY p.claim_id, w.origin
+            ) x
+            GROUP BY x.claim_id
+            ORDER BY sum(x.score) DESC, x.claim_id
             LIMIT %s
         )
-        SELECT h.claim_id, sum({TERM_SCORE.format(t="t")}) AS score
-        FROM candidates h CROSS JOIN weights w CROSS JOIN corpus c
-        CROSS JOIN LATERAL (  -- one primary-key probe per candidate and term (LIMIT: never a
-            SELECT t.tf, t.doc_len FROM retrieval_lexicalterm t  -- join reading whole lists)
-            WHERE t.claim_id = h.claim_id AND t.term = w.term LIMIT 1
-        ) t
-        GROUP BY h.claim_id
-        ORDER BY score DESC, h.claim_id
+        SELECT x.claim_id, sum(x.score) AS score FROM (
+            SELECT h.claim_id, {BEST_FORM.format(score=TERM_SCORE.format(t="t"))}
+            FROM candidates h CROSS JOIN weights w CROSS JOIN corpus c
+            CROSS JOIN LATERAL (  -- one primary-key probe per candidate and term (LIMIT:
+                SELECT t.tf, t.doc_len FROM retrieval_lexicalterm t  -- never whole lists)
+                WHERE t.claim_id = h.claim_id AND t.term = w.term LIMIT 1
+            ) t
+            GROUP BY h.claim_id, w.origin
+        ) x
+        GROUP BY x.claim_id
+        ORDER BY score DESC, x.claim_id
     """  # noqa: S608 - `postings` is one of two fixed fragments; values are parameters
+    terms = query_terms(query.text, lexical.VARIANT_WEIGHT)
     with read_connection().cursor() as cursor:
         cursor.execute(
             sql,
             [
-                query.text, lexical.PUNCTUATION, lexical.K1, lexical.B,
+                *terms, lexical.K1, lexical.B,
                 *filters, POSTINGS_PER_TERM, POSTINGS_PER_TERM, depth,
             ],
         )  # fmt: skip
