@@ -58,6 +58,7 @@ from curation.services.lifecycle import RETRACTABLE as RETRACTABLE
 from curation.services.outbox import BATCH_WRITE, outbox_process
 from curation.services.projection import PROJECTED as PROJECTED
 from curation.services.projection import graph_rebuild, graph_rebuild_live
+from curation.services.proposals import PROPOSERS_ONLY as PROPOSERS_ONLY
 from curation.services.reprocess import ReprocessRefused as ReprocessRefused
 from curation.services.retraction import Reinstatement as Reinstatement
 from curation.services.retraction import Retraction as Retraction

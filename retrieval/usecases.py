@@ -64,6 +64,7 @@ from retrieval.services.erasure import ErasureRefused as ErasureRefused
 from retrieval.services.evaluation import InvalidGolden as InvalidGolden
 from retrieval.services.index import INDEXED_STATUSES as INDEXED_STATUSES
 from retrieval.services.search import server_timing as server_timing
+from retrieval.services.snapshots import SNAPSHOT_ADMINS_ONLY as SNAPSHOT_ADMINS_ONLY
 from retrieval.services.snapshots import SnapshotRefused as SnapshotRefused
 from retrieval.services.weights import NeedsConfirmation as NeedsConfirmation
 from retrieval.services.weights import weight_set_create as _weight_set_create

@@ -51,6 +51,7 @@ from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Reprocessing, Source
 from curation.tasks import reprocess_enqueue
 from curation.usecases import (
+    PROPOSERS_ONLY,
     SOURCE_ADMINS_ONLY,
     ProposalRefused,
     ReprocessRefused,
@@ -435,12 +436,16 @@ class ProposalView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
+        actor = principal_of(request)
+        # A caller who may propose to no scope is refused before its body is read.
+        if not actor.groups_at_least(Role.CONTRIBUTOR):
+            raise exceptions.PermissionDenied(PROPOSERS_ONLY)
         form = ProposalInputSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
         try:
             done = usecases.proposal_record(
-                actor=principal_of(request), group_id=data.get("scope"), subject=data["subject"],
+                actor=actor, group_id=data.get("scope"), subject=data["subject"],
                 predicate=data["predicate"], object=data["object"],
                 evidence=data["evidence"], source_url=data["source_url"],
             )  # fmt: skip

@@ -70,6 +70,9 @@ class Proposed:
         return f"{said}; it is {claim.status.replace('_', ' ')} now."
 
 
+PROPOSERS_ONLY = "proposing a fact needs the contributor role in a workspace"
+
+
 def _target(actor: Principal, group_id: str | None) -> str:
     """The workspace the proposal goes to: the named one, else the caller's only one."""
     if group_id is not None:
@@ -82,7 +85,7 @@ def _target(actor: Principal, group_id: str | None) -> str:
         return group_id
     targets = [g for g in actor.groups_at_least(Role.CONTRIBUTOR) if g.startswith(PROPOSAL_SCOPES)]
     if not targets:
-        raise PermissionDenied("proposing a fact needs the contributor role in a workspace")
+        raise PermissionDenied(PROPOSERS_ONLY)
     if len(targets) > 1:
         raise ProposalRefused(
             {"scope": f"you can propose to {len(targets)} scopes; name one: {', '.join(targets)}"}

@@ -47,6 +47,7 @@ from retrieval.domain.query import (
 from retrieval.models import SearchHit, Snapshot, WordSuggestion
 from retrieval.tasks import snapshots_build
 from retrieval.usecases import (
+    SNAPSHOT_ADMINS_ONLY,
     ErasureRefused,
     SnapshotRefused,
     SuggestionDecided,
@@ -54,6 +55,7 @@ from retrieval.usecases import (
     server_timing,
 )
 from tenants.domain.access import Principal
+from tenants.domain.scopes import Role
 from tenants.principals import principal_of
 from tenants.scoping import NOT_VISIBLE, SCOPE_PARAMETER, request_narrowed
 
@@ -386,10 +388,14 @@ class SnapshotListView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
+        actor = principal_of(request)
+        # A caller who administers no workspace is refused before its body is read.
+        if not actor.groups_at_least(Role.ADMIN):
+            raise exceptions.PermissionDenied(SNAPSHOT_ADMINS_ONLY)
         form = SnapshotCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            snapshot = usecases.snapshot_take(actor=principal_of(request), **form.validated_data)
+            snapshot = usecases.snapshot_take(actor=actor, **form.validated_data)
         except PermissionDenied as error:
             raise exceptions.PermissionDenied(str(error)) from None
         except SnapshotRefused as error:

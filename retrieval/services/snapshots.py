@@ -77,6 +77,9 @@ class SnapshotRefused(Exception):
 # --- Taking one ------------------------------------------------------------------------
 
 
+SNAPSHOT_ADMINS_ONLY = "taking a snapshot needs the admin role in a workspace"
+
+
 def snapshot_take(*, actor: Principal, group_id: str, name: str, reason: str = "") -> Snapshot:
     """Record a snapshot to build (workspace admin); the caller queues the build after commit."""
     if not actor.can(Role.ADMIN, group_id):
