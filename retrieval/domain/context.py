@@ -22,7 +22,11 @@ from retrieval.domain.query import Query, parse_query
 from retrieval.domain.understanding import FUNCTION_WORDS
 
 # Moves whenever what `pack` selects or how `render` writes it changes.
-ASSEMBLER_VERSION = 5
+ASSEMBLER_VERSION = 6
+# Earlier versions this one still packs exactly, for the snapshots that pinned them: 5
+# is 6 without the second reading (`with_like`), its header saying v5.
+REPRODUCIBLE_VERSIONS = frozenset({5})
+LIKE_VERSION = 6  # the first assembler with the second reading
 MIN_BUDGET, DEFAULT_BUDGET, MAX_BUDGET = 50, 1000, 8000
 PACK_DEPTH = 30  # hits a pack's search reads at least (the REST search defaults to 10)
 NEIGHBOUR_HITS = 3  # the hits whose neighbouring passages a pack adds
@@ -38,6 +42,14 @@ SPEAKER_WEIGHT = 2.0
 # about; the one as asked keeps a name that is itself the topic in play).
 FUSION_K = 60
 UNNAMED_WEIGHT = 2.0
+# A pack reads its question once more, its vector moved towards the facts ranked best
+# (this many; `retrieval.domain.expansion`), and fuses that ranking with its own by
+# reciprocal rank, weighing this much: too little for a fact only the second reading
+# found to displace one of the first's (0.3 / (60 + 1) is below 1 / (60 + 100)), enough
+# to lift a fact both found. A list question's answers are alike ("Dune", "The
+# Alchemist"), more than each is like the question's words ("books").
+LIKE_HITS = 5
+LIKE_WEIGHT = 0.3
 # Each fact's snippets are cut to the first of these (characters) that lets it fit; at
 # 0 a citation still names its source and episode.
 SNIPPET_STEPS = (500, 240, 120, 60, 0)
@@ -195,10 +207,17 @@ def adds_to(snippet: str, fact: str) -> bool:
     return bool(quoted) and quoted.rstrip(".") not in said
 
 
-def render(current: Sequence[PackFact], history: Sequence[PackFact], *, at: dt.datetime) -> str:
-    """The pack as plain text: a header, one line per fact with its sources' markers
-    (current facts, then history marked as such), then one line per source."""
-    return "\n".join(_lines(current, history, at=at))
+def render(
+    current: Sequence[PackFact],
+    history: Sequence[PackFact],
+    *,
+    at: dt.datetime,
+    version: int = ASSEMBLER_VERSION,
+) -> str:
+    """The pack as plain text: a header (naming the assembler `version`), one line per
+    fact with its sources' markers (current facts, then history marked as such), then
+    one line per source."""
+    return "\n".join(_lines(current, history, at=at, version=version))
 
 
 def _usual_tier(facts: Sequence[PackFact]) -> int:
@@ -245,9 +264,13 @@ def _text(fact: PackFact, day: str) -> str:
 
 
 def _lines(
-    current: Sequence[PackFact], history: Sequence[PackFact], *, at: dt.datetime
+    current: Sequence[PackFact],
+    history: Sequence[PackFact],
+    *,
+    at: dt.datetime,
+    version: int = ASSEMBLER_VERSION,
 ) -> list[str]:
-    lines = [f"Facts as of {_instant(at)} (VERA context pack v{ASSEMBLER_VERSION})"]
+    lines = [f"Facts as of {_instant(at)} (VERA context pack v{version})"]
     sections = [
         (title, facts, _by_day(facts))
         for title, facts in (("Current (", current), ("History (not current; ", history))
@@ -389,6 +412,27 @@ def with_unnamed_turns(
     return out + list(turns)
 
 
+def best_claims(facts: Sequence[PackFact], n: int = LIKE_HITS) -> tuple[int, ...]:
+    """The claims of the first `n` facts (each fact's first), which a pack's second
+    reading moves towards."""
+    return tuple(fact.claims[0].claim_id for fact in facts[:n] if fact.claims)
+
+
+def with_like(facts: Sequence[PackFact], like: Sequence[PackFact]) -> list[PackFact]:
+    """The facts with the places its statements of prose (passages, turns) hold refilled
+    by those of a second reading of the question, more like its best facts (`like`),
+    fused by weighted reciprocal rank, the second weighing LIKE_WEIGHT. A structured
+    fact keeps its place: the current value a question asks for ("runs on k8s-prod-2")
+    is not reordered by what resembles it."""
+    statements = iter(fused([_prose(facts), _prose(like)], weights=[1.0, LIKE_WEIGHT]))
+    out = [fact if fact.predicate != PASSAGE_PREDICATE else next(statements) for fact in facts]
+    return out + list(statements)
+
+
+def _prose(facts: Sequence[PackFact]) -> list[PackFact]:
+    return [fact for fact in facts if fact.predicate == PASSAGE_PREDICATE]
+
+
 def speakers_named_first(facts: Sequence[PackFact], question: str) -> list[PackFact]:
     """The facts reranked for a question that names someone who speaks in them: a turn
     that person said ranks as if SPEAKER_WEIGHT times higher (by 1 / rank), since what
@@ -475,6 +519,7 @@ def pack(
     at: dt.datetime,
     count_tokens: TokenCounter,
     question: str = "",
+    version: int = ASSEMBLER_VERSION,
 ) -> Pack:
     """The best of `facts` (best first) that fit `token_budget` tokens of rendered text.
 
@@ -485,24 +530,26 @@ def pack(
     it is left out and the next one tried. The budget counts the whole rendered pack
     with `count_tokens`:
     should the whole count more than its lines did, the last facts taken go again until
-    it fits.
+    it fits. `version` is the assembler's its header names (a snapshot's pinned one).
     """
     unique = deduplicated(facts)
     sections: tuple[list[PackFact], list[PackFact]] = ([], [])
-    header = render([], [], at=at)
+    header = render([], [], at=at, version=version)
     if count_tokens(header) > token_budget:  # not even the header fits: an empty pack
-        return Pack(at, token_budget, (), (), "", 0)
+        return Pack(at, token_budget, (), (), "", 0, version)
     _fill(
         sections, unique, at=at, token_budget=token_budget, count_tokens=count_tokens,
-        terms=question_terms(question),
+        terms=question_terms(question), version=version,
     )  # fmt: skip
     while True:
-        text = render(*sections, at=at)
+        text = render(*sections, at=at, version=version)
         tokens = count_tokens(text)
         if tokens <= token_budget:
-            return Pack(at, token_budget, tuple(sections[0]), tuple(sections[1]), text, tokens)
+            return Pack(
+                at, token_budget, tuple(sections[0]), tuple(sections[1]), text, tokens, version
+            )
         if not sections[0] and not sections[1]:  # a counter that disagrees with itself
-            return Pack(at, token_budget, (), (), "", 0)
+            return Pack(at, token_budget, (), (), "", 0, version)
         (sections[1] or sections[0]).pop()
 
 
@@ -514,6 +561,7 @@ def _fill(
     token_budget: int,
     count_tokens: TokenCounter,
     terms: frozenset[str] = frozenset(),
+    version: int = ASSEMBLER_VERSION,
 ) -> None:
     """Greedy in rank order, current facts first, each with its snippets as long as it
     still fits, else (prose) its sentences that match the question; when not even the
@@ -523,7 +571,7 @@ def _fill(
 
     def fits(into: list[PackFact], fact: PackFact) -> bool:
         into.append(fact)
-        if measure.estimate(_lines(*sections, at=at)) <= token_budget:
+        if measure.estimate(_lines(*sections, at=at, version=version)) <= token_budget:
             return True
         into.pop()
         return False
@@ -540,7 +588,9 @@ def _fill(
     if not sections[0] and not sections[1] and unique:
         best = _cut(unique[0], 0)
         into = sections[0] if best.current_at(at) else sections[1]
-        into.extend(_shortened(best, sections, into, at, token_budget, count_tokens))
+        into.extend(
+            _shortened(best, sections, into, at, token_budget, count_tokens, version=version)
+        )
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+")
@@ -586,6 +636,8 @@ def _shortened(
     at: dt.datetime,
     token_budget: int,
     count_tokens: TokenCounter,
+    *,
+    version: int = ASSEMBLER_VERSION,
 ) -> list[PackFact]:
     """The fact with its text cut at a word, marked by an ellipsis, as long as it fits
     (a binary search over its words); none when not one word does."""
@@ -593,7 +645,7 @@ def _shortened(
 
     def fits(n: int) -> bool:
         into.append(replace(fact, fact=" ".join(words[:n]) + " \u2026"))
-        ok = count_tokens(render(*sections, at=at)) <= token_budget
+        ok = count_tokens(render(*sections, at=at, version=version)) <= token_budget
         into.pop()
         return ok
 
@@ -624,7 +676,9 @@ def pack_part(whole: Pack, group_id: str) -> Pack:
 
     current = tuple(f for f in map(own, whole.current) if f is not None)
     history = tuple(f for f in map(own, whole.history) if f is not None)
-    text = render(current, history, at=whole.at) if current or history else ""
+    text = (
+        render(current, history, at=whole.at, version=whole.version) if current or history else ""
+    )
     return replace(whole, current=current, history=history, text=text)
 
 

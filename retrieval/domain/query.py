@@ -36,6 +36,10 @@ class Query:
     # Narrows the search to one scope the caller reads and what is under it (the caller's
     # credential still decides what that is: never wider).
     scope: str | None = None
+    # Claims whose vectors the question's moves towards (`retrieval.domain.expansion`):
+    # a search "more like these" reads the vector lists alone. Set by a context pack on
+    # its second reading, never by a caller's parameter.
+    like: tuple[int, ...] = ()
 
 
 def parse_query(params: Mapping[str, str]) -> Query:

@@ -23,17 +23,21 @@ from curation.domain.highlight import PASSAGE_PREDICATE
 from curation.models import Evidence
 from retrieval.domain.context import (
     ASSEMBLER_VERSION,
+    LIKE_VERSION,
     NEIGHBOUR_HITS,
+    REPRODUCIBLE_VERSIONS,
     Pack,
     PackCitation,
     PackClaim,
     PackFact,
+    best_claims,
     named_speakers,
     pack,
     pack_depth,
     pack_groups,
     pack_part,
     speakers_named_first,
+    with_like,
     with_neighbours,
     with_unnamed_turns,
     without_names,
@@ -98,7 +102,8 @@ def context_pack(
             return _live_facts(search_result_cited(result=result))
 
         at = query.as_of or now
-        facts = speakers_named_first(_speakers_unnamed(query, live), query.text)
+        version = ASSEMBLER_VERSION
+        facts = _read(query, live)
         facts = with_neighbours(facts, _neighbours(facts[:NEIGHBOUR_HITS], at), hits=NEIGHBOUR_HITS)
     else:
         snapshot = Snapshot.objects.get(pk=snapshot_id)  # RLS: another tenant's is not found
@@ -113,11 +118,12 @@ def context_pack(
                 snapshot, snapshot_result_cited(snapshot=snapshot, result=result)
             )
 
-        facts = speakers_named_first(_speakers_unnamed(query, sealed), query.text)
+        version = snapshot.assembler_version or ASSEMBLER_VERSION
+        facts = _read(query, sealed, second_reading=version >= LIKE_VERSION)
         at = query.as_of or snapshot.taken_at or now
     packed = pack(
         facts, token_budget=token_budget, at=at, count_tokens=packing.tokenizer.count,
-        question=query.text,
+        question=query.text, version=version,
     )  # fmt: skip
     served = ContextPackResult(
         pack=packed, query_text=query.text, tokenizer=packing.tokenizer.name,
@@ -126,7 +132,24 @@ def context_pack(
     return _kept(served, user_id) if keep else served
 
 
-def _speakers_unnamed(query: Query, search: Callable[[Query], list[PackFact]]) -> list[PackFact]:
+def _read(
+    query: Query, search: Callable[[Query], list[PackFact]], *, second_reading: bool = True
+) -> list[PackFact]:
+    """The facts a pack reads for the query, best first: its search's, with the turns of
+    a search without the speakers it names (`_speakers_unnamed`), reranked by a search
+    more like the best LIKE_HITS of them (`with_like`: the question without the names,
+    its vector moved towards theirs; not for a snapshot pinning an assembler before
+    it), then the named speakers' turns first."""
+    facts, asked = _speakers_unnamed(query, search)
+    like = best_claims(speakers_named_first(facts, query.text)) if second_reading else ()
+    if like:
+        facts = with_like(facts, search(replace(query, text=asked, like=like)))[: query.k]
+    return speakers_named_first(facts, query.text)
+
+
+def _speakers_unnamed(
+    query: Query, search: Callable[[Query], list[PackFact]]
+) -> tuple[list[PackFact], str]:
     """The facts a pack reads for the query, best first: its search's; when the question
     names someone who speaks in them, its turns fused with those of a search of the
     question without their names (`pack_depth` of both, by reciprocal rank, the second
@@ -137,25 +160,26 @@ def _speakers_unnamed(query: Query, search: Callable[[Query], list[PackFact]]) -
     in the vector alike, and crowds out what the question asks about; the turns said by
     the person named still rank first after (`speakers_named_first`). The question as
     asked is kept as one of the two rankings: a name that is also what is asked about
-    still counts.
+    still counts. The question as searched the second time comes back with the facts
+    (the question itself when it names no one).
     """
     facts = search(query)
     names = named_speakers(facts, query.text)
     if not names or not (asked := without_names(query.text, names)):
-        return facts
-    return with_unnamed_turns(facts, search(replace(query, text=asked)))[: query.k]
+        return facts, query.text
+    return with_unnamed_turns(facts, search(replace(query, text=asked)))[: query.k], asked
 
 
 def snapshot_assembler_check(snapshot: Snapshot) -> None:
-    """SnapshotRefused unless the snapshot pinned the assembler this deployment runs."""
-    if (
-        snapshot.status == Snapshot.Status.SEALED
-        and snapshot.assembler_version != ASSEMBLER_VERSION
+    """SnapshotRefused unless the snapshot pinned the assembler this deployment runs, or
+    an earlier one it still packs exactly (`REPRODUCIBLE_VERSIONS`)."""
+    pinned = snapshot.assembler_version
+    if snapshot.status == Snapshot.Status.SEALED and not (
+        pinned == ASSEMBLER_VERSION or pinned in REPRODUCIBLE_VERSIONS
     ):
-        pinned = snapshot.assembler_version or "none"
         raise SnapshotRefused(
-            f"snapshot {snapshot.pk} pinned context-pack assembler {pinned}; this deployment "
-            f"packs with {ASSEMBLER_VERSION} and cannot reproduce its packs"
+            f"snapshot {snapshot.pk} pinned context-pack assembler {pinned or 'none'}; this "
+            f"deployment packs with {ASSEMBLER_VERSION} and cannot reproduce its packs"
         )
 
 

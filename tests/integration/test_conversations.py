@@ -284,12 +284,14 @@ def test_a_question_naming_a_speaker_finds_what_they_said_not_what_was_said_to_t
     assert first["fact"].endswith("Melanie said: Thanks! It was a charity race for mental "
                                   "health, my first race."), first  # fmt: skip
     assert first["beside"] is None  # a hit, not a neighbour
-    # Searched twice when the question names someone who speaks, else once, as asked.
+    # Searched twice when the question names someone who speaks, else once, as asked;
+    # then once more like the best facts (the second reading), without the names.
     packing = bootstrap.packing()
     asked: list[str] = []
 
     def spied(**kwargs: Any) -> Any:
-        asked.append(kwargs["query"].text)
+        query = kwargs["query"]
+        asked.append(f"{query.text} (like)" if query.like else query.text)
         return packing.search(**kwargs)
 
     with rls.tenant_context(tenant_a.principal(tenant_a.viewer)):
@@ -298,4 +300,8 @@ def test_a_question_naming_a_speaker_finds_what_they_said_not_what_was_said_to_t
                 query=Query(text=text), token_budget=1000, user_id=None, now=timezone.now(),
                 packing=replace(packing, search=spied), keep=False,
             )  # fmt: skip
-    assert asked == [question, "What race did do?", "What race was it?", "Who is Melanie?"]
+    assert asked == [
+        question, "What race did do?", "What race did do? (like)",
+        "What race was it?", "What race was it? (like)",
+        "Who is Melanie?", "Who is Melanie? (like)",
+    ]  # fmt: skip

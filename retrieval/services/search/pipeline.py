@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from curation.domain.validity import VALID_NOW
 from curation.ports import Embedder
-from retrieval.domain import ranking
+from retrieval.domain import expansion, ranking
 from retrieval.domain.fusion import ListWeights, list_weights
 from retrieval.domain.query import Query
 from retrieval.domain.results import Hit, Result, Stage3
@@ -87,6 +87,10 @@ class Index(Protocol):
         model: str,
         companion: bool = False,
     ) -> list[tuple[int, float]]: ...
+
+    def centroid(
+        self, claim_ids: Sequence[int], *, model: str, dim: int, companion: bool = False
+    ) -> list[float] | None: ...
 
     def votes(self, claim_ids: list[int]) -> dict[int, tuple[int, int]]: ...
 
@@ -193,6 +197,8 @@ def stage1_lists(
     # A question that names an entity is embedded a second time without it ("what does
     # run on"), by the first model: the relation it asks for is read from that vector,
     # which the name cannot pull towards whatever it happens to resemble.
+    if query.like:
+        return _like_lists(query, pending, where, params, depth, watch=watch, index=index)
     first = next((each for each in pending if not each.companion), None)
     asked: Future[list[list[float]]] | None = None
     if first is not None and understanding is not None and understanding.entities:
@@ -243,6 +249,46 @@ def stage1_lists(
     )  # fmt: skip
 
 
+def _like_lists(
+    query: Query,
+    pending: list[Pending],
+    where: str,
+    params: list[Any],
+    depth: int,
+    *,
+    watch: Stopwatch,
+    index: Index,
+) -> Lists:
+    """Stage 1 of a search more like `query.like`: each model's vector list with the
+    question's vector moved towards those claims' centroid by that model
+    (`expansion.toward`), and no other list (the question's own words and entities were
+    the first search's). A model none of the claims has a vector by gives no list."""
+    rankings: dict[str, list[int]] = {}
+    scores: list[float] = []
+    for each in pending:
+        with watch.step("embed"):
+            vectors = _query_vectors(each.vectors)
+        if not vectors:
+            continue
+        model = each.embedder.model
+        with watch.step("vector"):
+            mean = index.centroid(
+                query.like, model=model, dim=len(vectors[0]), companion=each.companion
+            )
+            if mean is None:
+                continue
+            nearest = index.vector(
+                expansion.toward(vectors[0], mean), where, params, depth, model=model,
+                companion=each.companion,
+            )  # fmt: skip
+        name = f"companion@{model}" if each.companion else (
+            "vector" if "vector" not in rankings else f"vector@{model}"
+        )  # fmt: skip
+        rankings[name] = [claim_id for claim_id, _ in nearest]
+        scores += [score for _, score in nearest]
+    return Lists(rankings=rankings, dense_scores=scores)
+
+
 def is_vector(name: str) -> bool:
     """Whether a stage-1 list is a vector list ("vector", "vector@<model>" or
     "companion@<model>")."""
@@ -264,6 +310,10 @@ def fuse(
     English embedder's language, or whose words the index hardly knows). A list of
     weight 0 is left out, so its noise does not even become a candidate.
     """
+    if query.like:  # moved towards the hits, each vector is in their language: plain RRF
+        weights = dict.fromkeys(lists.rankings, 1.0)
+        fused = ranking.rrf(list(lists.rankings.values()), k=ranking.RRF_K) if weights else {}
+        return fused, ListWeights(weights=weights, reason=None)
     base = base or {}
     vectors = [name for name in lists.rankings if is_vector(name)]
     weights = {"fulltext": base.get("fulltext", 1.0)}

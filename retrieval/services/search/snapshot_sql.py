@@ -28,6 +28,7 @@ from retrieval.services.search.sql import (
     TERM_SCORE,
     Candidate,
     Nearest,
+    mean_vector,
     nearest,
     query_terms,
     understood_about,
@@ -248,6 +249,22 @@ class SnapshotIndex:
         # (`sql.EXACT_DOCUMENTS`): the HNSW index holds every snapshot's documents.
         indexed = not companion and self.size > EXACT_DOCUMENTS
         return nearest(where_nearest, literal, depth, indexed=indexed)
+
+    def centroid(
+        self, claim_ids: Sequence[int], *, model: str, dim: int, companion: bool = False
+    ) -> list[float] | None:
+        """The mean of the claims' vectors in the snapshot, as `sql.centroid` live: by the
+        pinned model, or (`companion`) the companion vectors it holds."""
+        own = "d.companion IS NOT NULL" if companion else (
+            f"d.dimension = {dim} AND d.embedding_model = %s"
+        )  # fmt: skip
+        column = "d.companion" if companion else "d.embedding"
+        sql_text = f"""
+            SELECT avg({column}::vector({dim}))::text FROM retrieval_snapshotdocument d
+            WHERE d.snapshot_id = %s AND d.claim_id = ANY(%s) AND {own}
+        """  # noqa: S608 - fixed fragments; `dim` is an int
+        values = [self.snapshot_id, list(claim_ids), *([] if companion else [model])]
+        return mean_vector(sql_text, values, dim)
 
     def votes(self, claim_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
         """(up, down) per claim as they were when the snapshot was taken."""

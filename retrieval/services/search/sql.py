@@ -374,6 +374,37 @@ def vector(
     )
 
 
+def centroid(
+    claim_ids: Sequence[int], *, model: str, dim: int, companion: bool = False
+) -> list[float] | None:
+    """The mean of the claims' vectors by `model` (of `dim` dimensions; with `companion`,
+    their companion vectors by that model), of the claims the caller sees; None when
+    none of them has one. What a search moved towards its best hits reads
+    (`Query.like`)."""
+    if companion:
+        sql_text = f"""
+            SELECT avg(v.embedding::vector({dim}))::text
+            FROM retrieval_companionvector v JOIN retrieval_searchdocument d ON d.id = v.document_id
+            WHERE d.claim_id = ANY(%s) AND v.model = %s AND v.dimension = {dim}
+        """  # noqa: S608 - `dim` is an int
+    else:
+        sql_text = f"""
+            SELECT avg(d.embedding::vector({dim}))::text FROM retrieval_searchdocument d
+            WHERE d.claim_id = ANY(%s) AND d.embedding_model = %s AND d.dimension = {dim}
+        """  # noqa: S608 - `dim` is an int
+    return mean_vector(sql_text, [list(claim_ids), model], dim)
+
+
+def mean_vector(sql_text: str, values: list[Any], dim: int) -> list[float] | None:
+    """The one vector `sql_text` selects as text (an `avg` of vectors), or None."""
+    if dim not in INDEXED_DIMENSIONS:
+        raise ValueError(f"no vector index for dimension {dim}")
+    with read_connection().cursor() as cursor:
+        cursor.execute(sql_text, values)
+        row = cursor.fetchone()
+    return [float(x) for x in json.loads(row[0])] if row and row[0] else None
+
+
 # A caller who sees at most this many indexed documents has its vector lists ranked
 # exactly (`vector`), never through the HNSW index every workspace shares. Beside a
 # million-claim workspace, a 4,096-document one waited for the index scan to give up
