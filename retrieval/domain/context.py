@@ -414,7 +414,10 @@ def with_unnamed_turns(
 
 def best_claims(facts: Sequence[PackFact], n: int = LIKE_HITS) -> tuple[int, ...]:
     """The claims of the first `n` facts (each fact's first), which a pack's second
-    reading moves towards."""
+    reading moves towards; none when no fact is a statement of prose, the only facts a
+    second reading reorders (`with_like`): a pack of structured facts reads no more."""
+    if not _prose(facts):
+        return ()
     return tuple(fact.claims[0].claim_id for fact in facts[:n] if fact.claims)
 
 

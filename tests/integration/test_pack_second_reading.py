@@ -26,7 +26,7 @@ from retrieval.services.context import context_pack
 from retrieval.services.search import pipeline, sql
 from retrieval.services.search.snapshot_sql import SnapshotIndex
 from tenants import rls
-from tests.support.ingest import drain_outbox, ingest_run, write_files
+from tests.support.ingest import drain_outbox, ingest_cmdb, ingest_run, write_files
 from tests.support.snapshots import sealed_snapshot
 from tests.support.tenancy import Tenant, create_source
 
@@ -234,3 +234,36 @@ def test_a_snapshot_sealed_with_assembler_5_still_packs_as_5_without_the_second_
     served = client.get("/api/v1/context", {"q": QUESTION, "snapshot": old.pk})
     assert served.status_code == 200, served.content
     assert served.json()["assembler_version"] == 5
+
+
+def test_a_pack_reads_again_only_when_it_holds_statements_to_reorder(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    ingest_cmdb(
+        tenant_a, tmp_path / "cmdb.csv",
+        "id,name,runtime_host,owner\nCI001,billing-api,k8s-prod-1,payments-team\n",
+        mapping={"runtime_host": "RUNS_ON"},
+    )  # fmt: skip
+    drain_outbox()
+    packing = bootstrap.packing()
+    calls: list[Query] = []
+
+    def recording(*, query: Query, **kwargs: Any) -> Any:
+        calls.append(query)
+        return packing.search(query=query, **kwargs)
+
+    def asked(question: str) -> Any:
+        calls.clear()
+        with rls.tenant_context(tenant_a.principal(tenant_a.viewer)):
+            return context_pack(
+                query=Query(text=question), token_budget=1000, user_id=None,
+                now=timezone.now(), packing=replace(packing, search=recording), keep=False,
+            ).pack  # fmt: skip
+
+    pack = asked("which cluster does the billing-api run on")
+    assert {fact.predicate for fact in pack.facts} == {"RUNS_ON", "OWNED_BY"}
+    assert pack.current[0].object_text == "k8s-prod-1"
+    assert [query.like for query in calls] == [()]  # structured facts alone: once
+    _ingest(tenant_a, tmp_path / "chats")  # now with turns to reorder: read again
+    asked("what did John read")
+    assert calls[-1].like

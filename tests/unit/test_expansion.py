@@ -89,3 +89,10 @@ def test_a_structured_fact_keeps_its_place_and_only_statements_are_reordered() -
     # 10: 1 / (60 + 9) + 0.3 / (60 + 2); 12: 1 / (60 + 11) + 0.3 / (60 + 1); 2: 1 / 61.
     assert [fact.claims[0].claim_id for fact in order[1:4]] == [10, 12, 2]
     assert sorted(fact.claims[0].claim_id for fact in order) == list(range(1, 30))
+
+
+def test_a_pack_of_structured_facts_alone_reads_no_more() -> None:
+    structured = [_fact(n, "RUNS_ON") for n in range(1, 8)]
+    assert best_claims(structured) == ()
+    mixed = [*structured, _fact(8)]
+    assert best_claims(mixed) == (1, 2, 3, 4, 5)  # the best facts, whatever their kind
