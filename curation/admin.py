@@ -34,12 +34,13 @@ from curation.models import (
     Reprocessing,
     Source,
 )
-from curation.tasks import reprocess_enqueue
+from curation.tasks import ingest_enqueue, reprocess_enqueue
 from curation.usecases import (
     Conflict,
     ReprocessRefused,
     Retraction,
     RetractionRefused,
+    RunRefused,
     alias_unlink,
     candidate_decide,
     claim_retract,
@@ -53,6 +54,7 @@ from curation.usecases import (
     review_bulk,
     source_create,
     source_retract,
+    source_run_held,
     source_update,
 )
 from tenants.domain.access import ANONYMOUS, Principal
@@ -65,7 +67,7 @@ SOURCE_SETTINGS = ("name", "config", "token_env", "trust_tier", "schedule_second
 # Set by runs, by the operator (reach) or once at creation (scope, kind): shown, never posted.
 SOURCE_STATE = (
     *("group_id", "origin_group_id", "kind", "reach", "cursor", "run_progress", "outbox_lanes"),
-    *("last_run_at", "last_run_status", "last_error", "created_at"),
+    *("run_requested_at", "last_run_at", "last_run_status", "last_error", "created_at"),
 )
 
 
@@ -152,7 +154,27 @@ class SourceAdmin(admin.ModelAdmin[Source]):
                     "last_run_status"]  # fmt: skip
     list_filter = ["kind", "trust_tier", "enabled", "last_run_status"]
     search_fields = ["name", "group_id"]
-    actions = ["retract_selected", "reprocess_selected"]
+    actions = ["run_selected", "retract_selected", "reprocess_selected"]
+
+    @admin.action(description="Run now (from the cursor)")
+    def run_selected(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        """Ask for a run of each source (its scope's admins; a worker runs it), or say
+        why not: one going, one already asked for, disabled. Follow it in its progress."""
+        actor = request_principal(request)
+        for source in queryset.order_by("pk"):
+            try:
+                asked = ingest_enqueue(actor=actor, source_id=source.pk)
+            except (RunRefused, PermissionDenied) as error:
+                self.message_user(request, f"{source.name}: {error}", messages.WARNING)
+                continue
+            when = f"{asked.requested_at:%Y-%m-%d %H:%M:%S %Z}"
+            self.message_user(
+                request,
+                f"{source.name}: run sent to a worker at {when}." if asked.sent
+                else f"{source.name}: the run asked for at {when} has not ended yet; "
+                "nothing sent again.",
+                messages.SUCCESS if asked.sent else messages.INFO,
+            )  # fmt: skip
 
     @admin.action(description="Retract the selected sources (asks why)")
     def retract_selected(
@@ -203,7 +225,12 @@ class SourceAdmin(admin.ModelAdmin[Source]):
 
     @admin.display(description="ingest progress")
     def run_progress(self, source: Source) -> str:
-        return describe_run(source.progress)
+        described = describe_run(source.progress)
+        if source.progress.get("state") == "running" and not source_run_held(source.pk):
+            # Its worker died mid-run (the lock went with its connection); the cursor
+            # stays after the last committed page.
+            return f"{described}; interrupted: no worker is running it now, the next run resumes"
+        return described
 
     @admin.display(description="outbox backlog per consumer")
     def outbox_lanes(self, source: Source) -> str:

@@ -52,6 +52,9 @@ class Source(models.Model):
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_run_at = models.DateTimeField(null=True, blank=True)
+    # When a run was last sent to a worker (by the schedule or an admin's "run now"); a
+    # request later than last_run_at is still waiting or running, so it is not sent again.
+    run_requested_at = models.DateTimeField(null=True, blank=True)
     last_run_status = models.CharField(max_length=20, blank=True)
     last_error = models.TextField(blank=True)
     # The running (or last) ingest's progress: {"state", "started_at", "updated_at",

@@ -15,12 +15,16 @@ from curation.domain.outbox import CONSUMERS, Consumer, Lane, Priority
 from curation.models import Reprocessing, Source
 from curation.selectors import reprocessings_stale, sources_due
 from curation.usecases import (
+    RunRequest,
     ingest_now,
     ingest_pressure,
     outbox_drain,
     reprocess_begin,
     reprocess_now,
     reprocess_reclaim,
+    run_resend_before,
+    source_run_request,
+    source_run_scheduled,
 )
 from tenants import rls
 from tenants.domain.access import Principal
@@ -31,9 +35,16 @@ OUTBOX_BATCHES_PER_RUN = 20
 
 
 @task(name="curation.ingest_source", acks_late=True)
-def ingest_source(*, source_id: int, group_id: str) -> dict[str, object]:
-    """Ingest one source from its cursor."""
-    report = ingest_now(source_id=source_id, group_id=group_id)
+def ingest_source(
+    *, source_id: int, group_id: str, requested_at: str | None = None
+) -> dict[str, object]:
+    """Ingest one source from its cursor: the run asked for at `requested_at` (ISO 8601,
+    by the schedule or an admin), skipped if a run of the source is going or has ended
+    since (a copy of the message, a redelivery)."""
+    asked = dt.datetime.fromisoformat(requested_at) if requested_at else None
+    report = ingest_now(source_id=source_id, group_id=group_id, requested_at=asked)
+    if report.skipped:
+        logger.info("ingestion of source %s skipped: %s", source_id, report.skipped)
     return {
         "status": report.status,
         "new": report.new,
@@ -41,7 +52,25 @@ def ingest_source(*, source_id: int, group_id: str) -> dict[str, object]:
         "failed": report.failed,
         "claims": dict(report.claims),
         "error": report.error,
+        "skipped": report.skipped,
     }
+
+
+def ingest_enqueue(*, actor: Principal, source_id: int) -> RunRequest:
+    """Ask for a run of a source now (`source_run_request`: its admins) and send it to a
+    worker once the transaction commits; a request still waiting is answered, not sent
+    again. The API and the admin's "Run now" call this."""
+    with transaction.atomic():
+        request = source_run_request(actor=actor, source_id=source_id)
+        if request.sent:
+            source_id, group_id = request.source.pk, request.source.group_id
+            asked = request.requested_at.isoformat()
+            transaction.on_commit(
+                lambda: ingest_source.delay(
+                    source_id=source_id, group_id=group_id, requested_at=asked
+                )
+            )
+    return request
 
 
 @task(name="curation.reprocess_source", acks_late=True)
@@ -101,16 +130,23 @@ def schedule_sources() -> int:
     tick sends them once the lane has drained.
     """
     now = timezone.now()
-    due = sources_due(now=now)
+    due = sources_due(now=now, resend_before=run_resend_before(now))
     deferring = settings.VERA_BACKPRESSURE__INGEST == "defer"
     if due and deferring and (reason := ingest_pressure(now=now)):
         logger.warning(
             "backpressure: %d due source(s) deferred to a later tick: %s", len(due), reason
         )
         return 0
+    sent = 0
     for source_id, group_id in due:
-        ingest_source.delay(source_id=source_id, group_id=group_id)
-    return len(due)
+        # Marked as asked for first, in the source's own group: a source whose run is
+        # waiting or going is not sent again by the next tick.
+        with rls.tenant_context(principal_system("schedule", group_ids=[group_id])):
+            if not source_run_scheduled(source_id=source_id, now=now):
+                continue
+        ingest_source.delay(source_id=source_id, group_id=group_id, requested_at=now.isoformat())
+        sent += 1
+    return sent
 
 
 @task(name="curation.process_outbox")

@@ -53,7 +53,12 @@ from curation.services.entities import SEMANTIC_CANDIDATE as SEMANTIC_CANDIDATE
 from curation.services.entities import SEMANTIC_LINK as SEMANTIC_LINK
 from curation.services.entities import Resolution as Resolution
 from curation.services.ingest import IngestReport as IngestReport
-from curation.services.ingest import ReadAdapters, source_ingest, source_run_finished
+from curation.services.ingest import (
+    ReadAdapters,
+    source_ingest,
+    source_run_finished,
+    source_run_lock,
+)
 from curation.services.lifecycle import RETRACTABLE as RETRACTABLE
 from curation.services.outbox import BATCH_WRITE, outbox_process
 from curation.services.projection import PROJECTED as PROJECTED
@@ -67,6 +72,9 @@ from curation.services.review import BulkOutcome as BulkOutcome
 from curation.services.review import Conflict as Conflict
 from curation.services.review import Edit as Edit
 from curation.services.sources import SOURCE_ADMINS_ONLY as SOURCE_ADMINS_ONLY
+from curation.services.sources import SOURCE_RUNNERS_ONLY as SOURCE_RUNNERS_ONLY
+from curation.services.sources import RunRefused as RunRefused
+from curation.services.sources import RunRequest as RunRequest
 from tenants import rls
 from tenants.domain.access import Principal
 from tenants.selectors import principal_system
@@ -86,22 +94,51 @@ def ingest_now(
     source_id: int,
     group_id: str,
     on_progress: Callable[[IngestReport], None] | None = None,
+    requested_at: dt.datetime | None = None,
 ) -> IngestReport:
     """Run one source's ingestion in this process (the task's body, the `ingest` command's
-    and the benchmarks'): its connector from the cursor, page by page."""
+    and the benchmarks'): its connector from the cursor, page by page.
+
+    One run of a source at a time (`source_run_lock`): while another is going this one
+    is skipped, and the source left as it is. A run sent for a request (`requested_at`,
+    from the schedule or "run now") is skipped too when a run has ended since that
+    request, or the source was disabled meanwhile.
+    """
     with _tracer.start_as_current_span(
         "vera.ingest.source",
         attributes={"vera.ingest.source_id": source_id, "vera.group_id": group_id},
-    ):
-        return _ingest(source_id=source_id, group_id=group_id, on_progress=on_progress)
+    ), source_run_lock(source_id) as held:  # fmt: skip
+        if not held:
+            return IngestReport(source_id=source_id, skipped="a run of this source is going")
+        return _ingest(
+            source_id=source_id, group_id=group_id, on_progress=on_progress,
+            requested_at=requested_at,
+        )  # fmt: skip
+
+
+def _answered(source: Source, requested_at: dt.datetime | None) -> str:
+    """Why a run sent for a request is no longer wanted ("" when it is)."""
+    if requested_at is None:
+        return ""
+    if not source.enabled:
+        return "the source was disabled after this run was asked for"
+    if source.last_run_at is not None and source.last_run_at >= requested_at:
+        return f"a run that ended at {source.last_run_at.isoformat()} answered this request"
+    return ""
 
 
 def _ingest(
-    *, source_id: int, group_id: str, on_progress: Callable[[IngestReport], None] | None
+    *,
+    source_id: int,
+    group_id: str,
+    on_progress: Callable[[IngestReport], None] | None,
+    requested_at: dt.datetime | None,
 ) -> IngestReport:
     principal = principal_system("ingest", group_ids=[group_id])
     with rls.tenant_context(principal):
         source = Source.objects.get(pk=source_id)
+    if reason := _answered(source, requested_at):
+        return IngestReport(source_id=source_id, skipped=reason)
     if source.kind == AGENT_KIND:  # nothing to fetch: agents' proposals arrive by the API
         return IngestReport(source_id=source_id, error="the agents' source has no connector to run")
     try:
@@ -175,6 +212,31 @@ def source_update(*, actor: Principal, source_id: int, **changes: Any) -> Source
     """Change a source's settings (not its kind, scope or reach) within its policy; only an
     admin of its scope may. Audited."""
     return sources.source_update(actor=actor, source_id=source_id, **changes)
+
+
+def source_run_request(*, actor: Principal, source_id: int) -> RunRequest:
+    """Ask for a run of a source now (its scope's admins; audited): refused with why for
+    a disabled source, the agents' source and one whose run is going; a request still
+    waiting is answered instead of asking again. The caller sends a `sent` request to a
+    worker once its transaction commits (`curation.tasks.ingest_enqueue`)."""
+    return sources.source_run_request(actor=actor, source_id=source_id, now=timezone.now())
+
+
+def source_run_held(source_id: int) -> bool:
+    """Whether a run of the source is going now (a session holds its run lock)."""
+    return sources.source_run_held(source_id)
+
+
+def source_run_scheduled(*, source_id: int, now: dt.datetime) -> bool:
+    """Mark a due source as asked for by the schedule; False if it no longer is due."""
+    return sources.source_run_scheduled(
+        source_id=source_id, now=now, resend_before=run_resend_before(now)
+    )
+
+
+def run_resend_before(now: dt.datetime) -> dt.datetime:
+    """A run asked for before this and not ended is asked for again."""
+    return now - dt.timedelta(seconds=settings.VERA_SOURCES__RUN_RESEND_AFTER_S)
 
 
 def source_reach_change(

@@ -112,7 +112,9 @@ SEARCH_STAGE = Histogram(
 )
 
 INGEST_RUNS = Counter(
-    "vera_ingest_runs", "Source ingestion runs by the worker, by outcome (ok, failed).", ["status"]
+    "vera_ingest_runs",
+    "Source ingestion runs by the worker, by outcome (ok, failed, skipped).",
+    ["status"],
 )
 INGEST_DOCUMENTS = Counter(
     "vera_ingest_documents",

@@ -47,9 +47,23 @@ class SourceSerializer(serializers.ModelSerializer[Source]):
         model = Source
         fields = ["id", "group_id", "name", "kind", "config", "token_env", "trust_tier",
                   "schedule_seconds", "enabled", "cursor", "last_run_at", "last_run_status",
-                  "last_error", "created_at"]  # fmt: skip
+                  "last_error", "run_requested_at", "progress", "created_at"]  # fmt: skip
         read_only_fields = ["id", "cursor", "last_run_at", "last_run_status", "last_error",
-                            "created_at"]  # fmt: skip
+                            "run_requested_at", "progress", "created_at"]  # fmt: skip
+
+
+class SourceRunSerializer(serializers.Serializer[dict[str, Any]]):
+    """A run asked for: whether this call sent it or one asked for earlier still waits,
+    and the source (its `progress` and `last_run_*` follow the run)."""
+
+    sent = serializers.BooleanField(
+        help_text="true: this call asked for the run; false: a run asked for earlier waits"
+    )
+    requested_at = serializers.DateTimeField()
+    message = serializers.CharField()
+    # A field named "source" (popped into the declared fields by DRF's metaclass); mypy
+    # sees the class attribute `Field.source`.
+    source = SourceSerializer()  # type: ignore[assignment]
 
 
 class SourceCreateSerializer(ScopedInputSerializer):

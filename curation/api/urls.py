@@ -25,6 +25,7 @@ urlpatterns = [
         "episodes/<int:pk>/retract", views.EpisodeRetractView.as_view(), name="api-episode-retract"
     ),
     path("sources/<int:pk>/retract", views.SourceRetractView.as_view(), name="api-source-retract"),
+    path("sources/<int:pk>/run", views.SourceRunView.as_view(), name="api-source-run"),
     path(
         "sources/<int:pk>/reprocess",
         views.SourceReprocessView.as_view(),

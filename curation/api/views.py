@@ -33,6 +33,7 @@ from curation.api.serializers import (
     RetractionSerializer,
     RetractSerializer,
     SourceCreateSerializer,
+    SourceRunSerializer,
     SourceSerializer,
     claims_data,
     ontology_data,
@@ -49,7 +50,7 @@ from curation.domain.params import (
 from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, EpisodeStatus, Reprocessing, Source
-from curation.tasks import reprocess_enqueue
+from curation.tasks import ingest_enqueue, reprocess_enqueue
 from curation.usecases import (
     PROPOSERS_ONLY,
     SOURCE_ADMINS_ONLY,
@@ -57,6 +58,7 @@ from curation.usecases import (
     ReprocessRefused,
     Retraction,
     RetractionRefused,
+    RunRefused,
     claim_reinstate,
     claim_retract,
     episode_retract,
@@ -460,6 +462,50 @@ class ProposalView(APIView):
                 "created": done.created, "message": done.message}  # fmt: skip
         code = status.HTTP_201_CREATED if done.created else status.HTTP_200_OK
         return Response(ProposedSerializer(body).data, status=code)
+
+
+# --- running a source now ----------------------------------------------------------------
+
+
+class SourceRunView(APIView):
+    """Run a source now, from its cursor (admins of its scope): the run is sent to a
+    worker (202); follow it in the source's `progress` and `last_run_*` under
+    /api/v1/sources. A run asked for earlier that has not started or ended yet is
+    answered instead (200), so a retry sends nothing twice. Refused with why: a run of
+    the source is going (409), the source is disabled or is the agents' (400)."""
+
+    @extend_schema(
+        request=None,
+        responses={
+            202: OpenApiResponse(SourceRunSerializer, description="asked for, and sent"),
+            200: OpenApiResponse(SourceRunSerializer, description="a run asked for still waits"),
+            400: OpenApiResponse(description="a disabled source, or one with nothing to fetch"),
+            403: OpenApiResponse(description="not an admin of the source's scope"),
+            404: OpenApiResponse(description="nothing with this id visible to the caller"),
+            409: OpenApiResponse(description="a run of the source is going"),
+        },
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        if request.data:
+            raise exceptions.ValidationError({"detail": "this action takes no body"})
+        if pk > MAX_ID or not Source.objects.filter(pk=pk).exists():  # RLS: others' too
+            raise exceptions.NotFound("No such source.")
+        try:
+            asked = ingest_enqueue(actor=principal_of(request), source_id=pk)
+        except PermissionDenied as error:
+            raise exceptions.PermissionDenied(str(error)) from None
+        except RunRefused as error:
+            if error.going:
+                return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+            raise exceptions.ValidationError({"detail": str(error)}) from None
+        message = (
+            "run sent to a worker" if asked.sent
+            else "a run asked for at this time has not ended yet: nothing sent again"
+        )  # fmt: skip
+        body = {"sent": asked.sent, "requested_at": asked.requested_at, "message": message,
+                "source": asked.source}  # fmt: skip
+        code = status.HTTP_202_ACCEPTED if asked.sent else status.HTTP_200_OK
+        return Response(SourceRunSerializer(body).data, status=code)
 
 
 # --- reprocessing ----------------------------------------------------------------------

@@ -44,11 +44,13 @@ def outbox_due_groups(
         return sorted(group_id for (group_id,) in cursor.fetchall())
 
 
-def sources_due(*, now: dt.datetime) -> list[tuple[int, str]]:
-    """(id, group) of every enabled source whose schedule has come round, across every
-    group (system finder `vera_sources_due`), except in archived scopes (read-only)."""
+def sources_due(*, now: dt.datetime, resend_before: dt.datetime) -> list[tuple[int, str]]:
+    """(id, group) of every enabled source whose schedule has come round and that is not
+    already asked for (a run sent since its last run ended, unless sent before
+    `resend_before`), across every group (system finder `vera_sources_due`), except in
+    archived scopes (read-only)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT * FROM vera_sources_due(%s)", [now])
+        cursor.execute("SELECT * FROM vera_sources_due(%s, %s)", [now, resend_before])
         due = [(source_id, group_id) for source_id, group_id in cursor.fetchall()]
     archived = set(
         Scope.objects.filter(

@@ -16,11 +16,21 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.db import DataError, IntegrityError, InterfaceError, OperationalError, transaction
+from django.db import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 from opentelemetry import trace
 
@@ -46,6 +56,7 @@ from curation.services.entities import entity_resolve
 from curation.services.history import version_settle
 from curation.services.identities import Identity
 from curation.services.lifecycle import claims_supersede
+from curation.services.sources import run_lock_key
 from tenants import rls
 from tenants.domain.access import Principal
 
@@ -92,10 +103,15 @@ class IngestReport:
     claims: Counter[str] = field(default_factory=Counter)
     failures: list[tuple[str, str]] = field(default_factory=list)
     error: str = ""
+    # Why this run did nothing at all (another run of the source is going, or the run it
+    # was sent for has already happened); the source is left as it is.
+    skipped: str = ""
     entities: EntityCache = field(default_factory=EntityCache, repr=False)
 
     @property
     def status(self) -> str:
+        if self.skipped:
+            return "skipped"
         return "failed" if self.error else "ok"
 
     @property
@@ -490,6 +506,34 @@ def source_ingest_page(
                 _ingest_record(source, item, adapters, report)
     if page.cursor is not None:
         Source.objects.filter(pk=source_id).update(cursor=page.cursor)
+
+
+@contextmanager
+def source_run_lock(source_id: int) -> Iterator[bool]:
+    """Hold the source's run lock for the block; yields False, holding nothing, when
+    another session holds it (a run of the source is going).
+
+    A session-level advisory lock on the primary, since a run spans many transactions:
+    a worker that dies releases it with its connection, so no run is left "going" by a
+    crash, and one source never runs twice at once (a redelivered message, the schedule
+    and an admin's "run now", the `ingest` command).
+    """
+    key = run_lock_key(source_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [key])
+        row = cursor.fetchone()
+    held = bool(row and row[0])
+    try:
+        yield held
+    finally:
+        if held:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+            except (DatabaseError, TransactionManagementError):  # its session is gone or aborted
+                logger.warning(
+                    "the run lock of source %s was not released", source_id, exc_info=True
+                )
 
 
 def source_ingest(

@@ -10,16 +10,19 @@ Who may do what (sources are a trust boundary, see docs/sources.md):
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F, Q
 
 from common.errors import PermissionDenied
 from curation.domain.connector_config import config_refusal, kind_rules
@@ -302,3 +305,119 @@ def source_reach_change(
         data={"hosts": list(hosts), "file_roots": list(file_roots), "reach": source.reach},
     )
     return source
+
+
+# --- running a source now ------------------------------------------------------------------
+
+SOURCE_RUNNERS_ONLY = "running a source needs the admin role in its scope"
+
+
+class RunRefused(Exception):
+    """Why a source cannot be run now. `going` when a run of it is already under way:
+    the caller waits for that run (HTTP 409), it is not an error in the request."""
+
+    def __init__(self, reason: str, *, going: bool = False) -> None:
+        super().__init__(reason)
+        self.going = going
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A run asked for: `sent` when this call asked for it (the caller sends it to a
+    worker), else the run asked for at `requested_at` is still waiting for one."""
+
+    source: Source
+    requested_at: dt.datetime
+    sent: bool
+
+
+def run_lock_key(source_id: int) -> str:
+    """The name of a source's run lock (a PostgreSQL advisory lock on its 64-bit hash):
+    held by the session running the source, for the whole run (`source_run_lock`)."""
+    return f"vera.ingest:{source_id}"
+
+
+def source_run_going(source_id: int) -> bool:
+    """Whether a session holds the source's run lock now. A probe: it takes the lock for
+    the caller's transaction when free, so no run starts before that transaction ends."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", [run_lock_key(source_id)]
+        )
+        row = cursor.fetchone()
+    return not (row and row[0])
+
+
+def source_run_held(source_id: int) -> bool:
+    """Whether a session holds the source's run lock now, read from `pg_locks` without
+    taking it (a page showing a run; the primary's locks, whatever the page reads)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND objsubid = 1 AND classid::bigint = (k.key >> 32) & 4294967295"
+            " AND objid::bigint = k.key & 4294967295)"
+            " FROM (SELECT hashtextextended(%s, 0) AS key) k",
+            [run_lock_key(source_id)],
+        )
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+def run_waiting(source: Source, *, now: dt.datetime) -> bool:
+    """Whether a run asked for has not ended yet and is not so old it is asked for again
+    (VERA_SOURCES__RUN_RESEND_AFTER_S: its message lost, its worker gone)."""
+    asked = source.run_requested_at
+    if asked is None or (source.last_run_at is not None and asked <= source.last_run_at):
+        return False
+    return asked >= now - dt.timedelta(seconds=settings.VERA_SOURCES__RUN_RESEND_AFTER_S)
+
+
+@transaction.atomic
+def source_run_request(*, actor: Principal, source_id: int, now: dt.datetime) -> RunRequest:
+    """Ask for a run of the source now, from its cursor (its scope's admins; audited).
+
+    Refused, with why, for the agents' source (nothing to fetch), a disabled source and
+    a source whose run is going. A run asked for earlier and not yet ended is answered
+    instead of asking again, so a second click sends nothing; the scheduler does not
+    send a source that is asked for either.
+    """
+    source = Source.objects.select_for_update().get(pk=source_id)
+    if not actor.can(Role.ADMIN, source.group_id):
+        raise PermissionDenied(SOURCE_RUNNERS_ONLY)
+    if source.kind == AGENT_KIND:
+        raise RunRefused(
+            "the agents' source has no connector to run: its proposals arrive through the API"
+        )
+    if not source.enabled:
+        raise RunRefused("the source is disabled: enable it before running it")
+    if source_run_going(source.pk):
+        progress = source.progress or {}
+        raise RunRefused(
+            f"a run of this source is going (started {progress.get('started_at', 'earlier')}, "
+            f"{progress.get('records', 0)} records read so far); it ends by itself",
+            going=True,
+        )
+    if run_waiting(source, now=now):
+        assert source.run_requested_at is not None  # noqa: S101 - run_waiting checked it
+        return RunRequest(source=source, requested_at=source.run_requested_at, sent=False)
+    source.run_requested_at = now
+    source.save(update_fields=["run_requested_at"])
+    audit_record(
+        actor=actor,
+        group_id=source.group_id,
+        action="source.run",
+        target=("source", source.pk),
+        data={"requested_at": now.isoformat()},
+    )
+    return RunRequest(source=source, requested_at=now, sent=True)
+
+
+def source_run_scheduled(*, source_id: int, now: dt.datetime, resend_before: dt.datetime) -> bool:
+    """Mark a due source as asked for by the schedule (in its group's context); False when
+    it is no longer due (asked for meanwhile by an admin or another scheduler)."""
+    due = Source.objects.filter(pk=source_id, enabled=True).filter(
+        Q(run_requested_at__isnull=True)
+        | Q(last_run_at__isnull=False, run_requested_at__lte=F("last_run_at"))
+        | Q(run_requested_at__lt=resend_before)
+    )
+    return due.update(run_requested_at=now) == 1

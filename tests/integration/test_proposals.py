@@ -271,7 +271,8 @@ def test_a_caller_of_several_workspaces_must_name_one(tenant_a: Tenant, tenant_b
 def test_the_agents_source_is_never_scheduled_nor_run(tenant_a: Tenant) -> None:
     actor = tenant_a.principal(tenant_a.admin)
     source_id = claim_propose(actor=actor, store=_store(), **FACT).source_id
-    due = selectors.sources_due(now=timezone.now() + dt.timedelta(days=365))
+    later = timezone.now() + dt.timedelta(days=365)
+    due = selectors.sources_due(now=later, resend_before=later)
     assert source_id not in {pk for pk, _ in due}
     with rls.tenant_context(actor):
         with pytest.raises(ValueError, match="no schedule_seconds"):

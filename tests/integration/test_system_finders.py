@@ -193,10 +193,38 @@ def test_due_sources_of_every_group_are_found_when_their_schedule_came_round(
             )
         sources[name] = (source_id, tenant.workspace.group_id)
 
-    assert sources_due(now=now) == sorted([sources["never-run"], sources["an-hour-ago"]])
+    assert sources_due(now=now, resend_before=now) == sorted(
+        [sources["never-run"], sources["an-hour-ago"]]
+    )
     # An archived scope is read-only: its sources are not run.
     Scope.objects.filter(pk=tenant_b.workspace.pk).update(archived_at=now)
-    assert sources_due(now=now) == [sources["never-run"]]
+    assert sources_due(now=now, resend_before=now) == [sources["never-run"]]
+
+
+def test_a_source_asked_for_is_not_due_again_until_its_run_ends_or_the_request_is_old(
+    tenant_a: Tenant, tmp_path: Path
+) -> None:
+    now = timezone.now()
+    source_id = markdown_source(tenant_a, tmp_path, tier=1, name="asked")
+    due = [(source_id, tenant_a.workspace.group_id)]
+
+    def state(last_run: dt.datetime | None, asked: dt.datetime | None) -> None:
+        with rls.tenant_context(tenant_a.principal(tenant_a.admin)):
+            Source.objects.filter(pk=source_id).update(
+                schedule_seconds=600, last_run_at=last_run, run_requested_at=asked
+            )
+
+    hour, minute = dt.timedelta(hours=1), dt.timedelta(minutes=1)
+    fresh = now - hour  # a request older than this is sent again
+    state(None, now - minute)  # never run, asked for a minute ago: waiting
+    assert sources_due(now=now, resend_before=fresh) == []
+    state(None, now - 2 * hour)  # asked for two hours ago, never answered: sent again
+    assert sources_due(now=now, resend_before=fresh) == due
+    state(now - hour, now - hour - minute)  # asked, then run: due by its schedule
+    assert sources_due(now=now, resend_before=fresh) == due
+    state(now - 2 * hour, now - minute)  # its run ended long ago, a new one asked for
+    assert sources_due(now=now, resend_before=fresh) == []
+    assert sources_due(now=now, resend_before=now) == due  # a bound of 0: always resent
 
 
 def test_snapshots_waiting_in_every_group_are_found(tenant_a: Tenant, tenant_b: Tenant) -> None:

@@ -420,6 +420,10 @@ VERA_SOURCES__SECRET_SCOPES = {
     renamed_secret(name): groups
     for name, groups in env_list_map("VERA_SOURCES__SECRET_SCOPES").items()
 }
+# A run asked for (by the schedule or "run now") that has not ended after this long is
+# asked for again: its message was lost or its worker died. A copy that finds the run
+# going, or already answered, does nothing; so this bounds a lost run's delay only.
+VERA_SOURCES__RUN_RESEND_AFTER_S = env_int("VERA_SOURCES__RUN_RESEND_AFTER_S", default=1800)
 
 # --- Auth -------------------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [

@@ -103,6 +103,8 @@ class Command(BaseCommand):
         progress = reporter_for(self, unit="records", every=options["progress_every"])
         report = self._ingest(source, progress)
         progress.finish()
+        if report.skipped:
+            raise CommandError(f"not run: {report.skipped}")
         elapsed = time.perf_counter() - started
         claims = ", ".join(f"{k} {v}" for k, v in sorted(report.claims.items())) or "none"
         self.stdout.write(
