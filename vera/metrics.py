@@ -113,7 +113,7 @@ SEARCH_STAGE = Histogram(
 
 INGEST_RUNS = Counter(
     "vera_ingest_runs",
-    "Source ingestion runs by the worker, by outcome (ok, failed, skipped).",
+    "Source ingestion runs by the worker, by outcome (ok, failed, skipped, stopped).",
     ["status"],
 )
 INGEST_DOCUMENTS = Counter(

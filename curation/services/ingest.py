@@ -106,12 +106,17 @@ class IngestReport:
     # Why this run did nothing at all (another run of the source is going, or the run it
     # was sent for has already happened); the source is left as it is.
     skipped: str = ""
+    # Why the run stopped before its connector's end: the source was disabled or retracted
+    # while it ran. What it had committed stays (a retraction withdraws it); no more.
+    stopped: str = ""
     entities: EntityCache = field(default_factory=EntityCache, repr=False)
 
     @property
     def status(self) -> str:
         if self.skipped:
             return "skipped"
+        if self.stopped:
+            return "stopped"
         return "failed" if self.error else "ok"
 
     @property
@@ -489,11 +494,35 @@ def _reject(
         report.unchanged += 1
 
 
+class RunStopped(Exception):
+    """The source was disabled (or retracted) while its run went on: no further page."""
+
+
 def source_ingest_page(
-    *, source_id: int, page: FetchPage, adapters: IngestAdapters, report: IngestReport
+    *,
+    source_id: int,
+    page: FetchPage,
+    adapters: IngestAdapters,
+    report: IngestReport,
+    while_enabled: bool = False,
 ) -> None:
-    """Store and process one page, then advance the cursor (call inside a transaction)."""
-    source = Source.objects.select_for_update().get(pk=source_id)
+    """Store and process one page, then advance the cursor (call inside a transaction).
+
+    With `while_enabled` (a run that started on an enabled source), a source disabled
+    since, by an admin or by its retraction, stops the run before this page: the lock on
+    the source's row orders the page and the retraction, so a page either committed
+    before it (and is withdrawn with the rest) or reads nothing.
+    """
+    source = Source.objects.select_for_update().filter(pk=source_id).first()
+    if source is None:
+        raise RunStopped(
+            f"the source was erased during the run: stopped after {report.pages} page(s)"
+        )
+    if while_enabled and not source.enabled:
+        raise RunStopped(
+            f"the source was disabled or retracted during the run: stopped after "
+            f"{report.pages} page(s); its next run goes on from its cursor"
+        )
     for item in page.items:
         with transaction.atomic(), _tracer.start_as_current_span("vera.ingest.record"):
             if isinstance(item, RecordFailure):
@@ -550,7 +579,7 @@ def source_ingest(
     """
     report = IngestReport(source_id=source_id)
     with rls.tenant_context(actor):
-        cursor = Source.objects.values_list("cursor", flat=True).get(pk=source_id)
+        cursor, enabled = Source.objects.values_list("cursor", "enabled").get(pk=source_id)
         Source.objects.filter(pk=source_id).update(progress=report.progress("running"))
     try:
         for page in adapters.connector.pages(cursor=cursor):
@@ -559,11 +588,17 @@ def source_ingest(
                 _tracer.start_as_current_span("vera.ingest.page", attributes=records),
                 rls.tenant_context(actor),
             ):
-                source_ingest_page(source_id=source_id, page=page, adapters=adapters, report=report)
+                source_ingest_page(
+                    source_id=source_id, page=page, adapters=adapters, report=report,
+                    while_enabled=enabled,
+                )  # fmt: skip
                 report.pages += 1
                 Source.objects.filter(pk=source_id).update(progress=report.progress("running"))
             if on_progress is not None:
                 on_progress(report)
+    except RunStopped as stop:
+        report.stopped = str(stop)
+        logger.info("ingestion of source %s stopped: %s", source_id, stop)
     except ConnectorError as error:
         report.error = str(error)
     except (OperationalError, InterfaceError):
@@ -583,9 +618,10 @@ def source_ingest(
 
 def source_run_finished(*, source_id: int, report: IngestReport) -> None:
     """Record the outcome of a run on the source, its progress included."""
+    state = "stopped" if report.stopped else "failed" if report.error else "finished"
     Source.objects.filter(pk=source_id).update(
         last_run_at=timezone.now(),
         last_run_status=report.status,
-        last_error=report.error[:2000],
-        progress=report.progress("failed" if report.error else "finished"),
+        last_error=(report.error or report.stopped)[:2000],
+        progress=report.progress(state),
     )

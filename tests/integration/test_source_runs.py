@@ -13,6 +13,7 @@ is not sent again every minute.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,9 +28,17 @@ from django.utils import timezone
 
 from curation import tasks
 from curation.domain.sources import AGENT_KIND
-from curation.models import Episode, Source
+from curation.domain.tiers import ClaimStatus
+from curation.models import Claim, Episode, Source
+from curation.services.ingest import IngestReport
 from curation.services.sources import run_lock_key
-from curation.usecases import ingest_now, source_run_held
+from curation.usecases import (
+    ingest_now,
+    source_retract,
+    source_run_held,
+    source_update,
+)
+from retrieval.usecases import erase
 from tenants import rls
 from tenants.domain.scopes import Role
 from tenants.models import AuditEvent
@@ -353,3 +362,102 @@ def test_the_run_lock_is_read_back_whatever_the_sign_of_its_hash(app_database_ur
             assert source_run_held(source_id), source_id
             assert not source_run_held(source_id + 1000)
         assert not source_run_held(source_id)
+
+
+# --- a source disabled or retracted while it runs -----------------------------------------
+
+PAGES = {f"svc-{n}.md": f"# Svc {n}\n\nThe svc-{n}-api runs on k8s-prod-{n}.\n" for n in range(4)}
+
+
+@pytest.fixture
+def paged_source(tenant_a: Tenant, tmp_path: Path) -> int:
+    """A Markdown source of four documents read one per page, never run."""
+    write_files(tmp_path / "paged", PAGES)
+    admin = tenant_a.principal(tenant_a.admin)
+    source_id = markdown_source(tenant_a, tmp_path / "paged", tier=1, name="paged")
+    with rls.tenant_context(admin):
+        source_update(
+            actor=admin, source_id=source_id,
+            config={"root": str(tmp_path / "paged"), "page_size": 1},
+        )  # fmt: skip
+    return source_id
+
+
+def _claims(tenant: Tenant, source_id: int) -> dict[str, int]:
+    with rls.tenant_context(tenant.principal(tenant.admin)):
+        rows = Claim.objects.filter(source_id=source_id).values_list("status", flat=True)
+        return dict(Counter(rows))
+
+
+def test_a_source_retracted_while_it_runs_publishes_nothing_more(
+    tenant_a: Tenant, paged_source: int
+) -> None:
+    admin = tenant_a.principal(tenant_a.admin)
+
+    def retract_after_the_first_page(report: IngestReport) -> None:
+        if report.pages == 1:
+            with rls.tenant_context(admin):
+                source_retract(actor=admin, source_id=paged_source, reason="wrong export «ñ»")
+
+    report = ingest_now(
+        source_id=paged_source, group_id=tenant_a.workspace.group_id,
+        on_progress=retract_after_the_first_page,
+    )  # fmt: skip
+
+    assert (report.status, report.pages, report.new) == ("stopped", 1, 1)
+    assert "disabled or retracted during the run" in report.stopped
+    assert set(_claims(tenant_a, paged_source)) == {ClaimStatus.RETRACTED}  # none published
+    with rls.tenant_context(admin):
+        assert list(Episode.objects.values_list("status", flat=True)) == ["retracted"]
+    stopped = _source(tenant_a, paged_source)
+    assert (stopped.last_run_status, stopped.progress["state"], stopped.enabled) == (
+        "stopped", "stopped", False,
+    )  # fmt: skip
+    assert "stopped after 1 page(s)" in stopped.last_error
+
+
+def test_a_source_disabled_while_it_runs_stops_and_its_next_run_reads_the_rest(
+    tenant_a: Tenant, paged_source: int
+) -> None:
+    admin = tenant_a.principal(tenant_a.admin)
+    group = tenant_a.workspace.group_id
+
+    def disable_after_two_pages(report: IngestReport) -> None:
+        if report.pages == 2:
+            with rls.tenant_context(admin):
+                source_update(actor=admin, source_id=paged_source, enabled=False)
+
+    first = ingest_now(source_id=paged_source, group_id=group, on_progress=disable_after_two_pages)
+    assert (first.status, first.new) == ("stopped", 2)
+    with rls.tenant_context(admin):
+        source_update(actor=admin, source_id=paged_source, enabled=True)
+    rest = ingest_now(source_id=paged_source, group_id=group)
+
+    assert (rest.status, rest.new) == ("ok", 2)  # the pages read before are unchanged
+    assert _claims(tenant_a, paged_source) == {ClaimStatus.PUBLISHED: 8}  # 2 per document
+
+
+def test_a_source_erased_while_it_runs_stops_it_and_leaves_nothing(
+    tenant_a: Tenant, paged_source: int
+) -> None:
+    admin = tenant_a.principal(tenant_a.admin)
+
+    def erase_after_the_first_page(report: IngestReport) -> None:
+        if report.pages == 1:
+            with rls.tenant_context(admin):
+                erase(
+                    actor=admin, kind="source", target_id=paged_source,
+                    reason="personal data «ñ»", confirm=True,
+                )  # fmt: skip
+
+    report = ingest_now(
+        source_id=paged_source, group_id=tenant_a.workspace.group_id,
+        on_progress=erase_after_the_first_page,
+    )  # fmt: skip
+
+    assert (report.status, report.pages) == ("stopped", 1)
+    assert report.stopped == "the source was erased during the run: stopped after 1 page(s)"
+    with rls.tenant_context(admin):
+        assert not Source.objects.filter(pk=paged_source).exists()
+        assert not Episode.objects.exists()
+    assert _claims(tenant_a, paged_source) == {}

@@ -116,3 +116,5 @@ class Command(BaseCommand):
             self.stdout.write(f"  failed {external_id}: {reason}")
         if report.error:
             raise CommandError(f"run failed: {report.error}")
+        if report.stopped:
+            raise CommandError(f"run stopped: {report.stopped}")
