@@ -161,7 +161,12 @@ def reprocess_run(
                 run = Reprocessing.objects.select_for_update().get(pk=run_id)
                 if run.status != Reprocessing.Status.RUNNING:
                     return run
-                if (source := Source.objects.get(pk=run.source_id)).kind == AGENT_KIND:
+                # The source's row, as each ingest page locks it: a batch and a page of
+                # the same source take turns, and the documents due are read after the
+                # page committed, so a revision it superseded is not read again (which
+                # could publish the old revision's values as new).
+                source = Source.objects.select_for_update().get(pk=run.source_id)
+                if source.kind == AGENT_KIND:
                     raise ReprocessRefused("the agents' source has no extractor")
                 episodes = list(_due(run)[:batch])
                 if not episodes:
