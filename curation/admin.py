@@ -18,7 +18,7 @@ from common.admin import WrittenByServices, apply_each
 from common.errors import PermissionDenied
 from curation import selectors
 from curation.domain.ontology import PredicateSense
-from curation.domain.progress import describe_run
+from curation.domain.progress import INTERRUPTED, as_shown, describe_run
 from curation.domain.tiers import ClaimStatus
 from curation.models import (
     Claim,
@@ -225,11 +225,10 @@ class SourceAdmin(admin.ModelAdmin[Source]):
 
     @admin.display(description="ingest progress")
     def run_progress(self, source: Source) -> str:
-        described = describe_run(source.progress)
-        if source.progress.get("state") == "running" and not source_run_held(source.pk):
-            # Its worker died mid-run (the lock went with its connection); the cursor
-            # stays after the last committed page.
-            return f"{described}; interrupted: no worker is running it now, the next run resumes"
+        shown = as_shown(source.progress, going=lambda: source_run_held(source.pk))
+        described = describe_run(shown)
+        if shown.get("state") == INTERRUPTED:  # its worker died mid-run
+            return f"{described}: no worker is running it now; the next run goes on from its cursor"
         return described
 
     @admin.display(description="outbox backlog per consumer")

@@ -27,6 +27,7 @@ from curation.domain.ontology_records import (
     MAX_OBJECT_TYPE,
     sense_record,
 )
+from curation.domain.progress import as_shown
 from curation.domain.proposals import (
     MAX_ENTITY_NAME,
     MAX_EVIDENCE,
@@ -38,10 +39,22 @@ from curation.domain.records import PREDICATE_PATTERN
 from curation.domain.sources import DEFAULT_TIER, ConnectorKind
 from curation.domain.tiers import ClaimStatus
 from curation.models import Claim, Episode, Evidence, Reprocessing, Source
+from curation.usecases import source_run_held
 
 
 class SourceSerializer(serializers.ModelSerializer[Source]):
-    """A source; its secret is never here, only the name of the variable holding it."""
+    """A source; its secret is never here, only the name of the variable holding it.
+    `progress` is its running or last run's; `interrupted` when it was stored as running
+    and nobody runs it now (its worker died)."""
+
+    progress = serializers.SerializerMethodField()
+
+    @extend_schema_field(
+        {"type": "object", "description": "state (running, finished, failed, stopped, "
+         "interrupted), started_at, updated_at, pages, records, new, unchanged, failed"}
+    )  # fmt: skip
+    def get_progress(self, source: Source) -> dict[str, Any]:
+        return as_shown(source.progress, going=lambda: source_run_held(source.pk))
 
     class Meta:
         model = Source

@@ -5,12 +5,21 @@ their formatting are `kernel.progress`, which every long command shares.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kernel.progress import Snapshot, format_line
 
 RUN_COUNTERS = ("new", "unchanged", "failed", "pages")
+INTERRUPTED = "interrupted"
+
+
+def as_shown(progress: Mapping[str, Any], *, going: Callable[[], bool]) -> dict[str, Any]:
+    """A run's progress as a page or the API shows it: one stored as running that nobody
+    runs now (`going` is asked only then: its worker died mid-run) is `interrupted`."""
+    if progress.get("state") == "running" and not going():
+        return {**progress, "state": INTERRUPTED}
+    return dict(progress)
 
 
 def _moment(value: Any) -> dt.datetime | None:

@@ -372,6 +372,17 @@ def run_waiting(source: Source, *, now: dt.datetime) -> bool:
     return asked >= now - dt.timedelta(seconds=settings.VERA_SOURCES__RUN_RESEND_AFTER_S)
 
 
+def _started_and_gone(source: Source) -> bool:
+    """Whether the run sent for the source's request started and, no run being going
+    now (probed first), died before it ended: the request is not waiting any more."""
+    progress, asked = source.progress or {}, source.run_requested_at
+    try:
+        started = dt.datetime.fromisoformat(str(progress.get("started_at")))
+    except ValueError:
+        return False
+    return progress.get("state") == "running" and asked is not None and started >= asked
+
+
 @transaction.atomic
 def source_run_request(*, actor: Principal, source_id: int, now: dt.datetime) -> RunRequest:
     """Ask for a run of the source now, from its cursor (its scope's admins; audited).
@@ -397,7 +408,7 @@ def source_run_request(*, actor: Principal, source_id: int, now: dt.datetime) ->
             f"{progress.get('records', 0)} records read so far); it ends by itself",
             going=True,
         )
-    if run_waiting(source, now=now):
+    if run_waiting(source, now=now) and not _started_and_gone(source):
         assert source.run_requested_at is not None  # noqa: S101 - run_waiting checked it
         return RunRequest(source=source, requested_at=source.run_requested_at, sent=False)
     source.run_requested_at = now
